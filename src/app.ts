@@ -1,0 +1,40 @@
+import { fileURLToPath } from 'node:url';
+import express, { type Express } from 'express';
+import type { Services } from './deps.ts';
+import { trustProxySetting } from './http/client-ip.ts';
+import { apiNotFound, errorHandler } from './http/errors.ts';
+import type { RateLimiters } from './http/rate-limit.ts';
+import { requireJsonBody } from './http/validate.ts';
+import { healthRoutes } from './health/routes.ts';
+import { ssoRoutes } from './sso/routes.ts';
+
+export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
+
+/** Everything createApp needs: the wired services and the rate limiters. */
+export interface AppDeps extends Services {
+  limiters: RateLimiters;
+}
+
+/** Builds the Express application: global middleware, then every router in one list. */
+export function createApp(deps: AppDeps): Express {
+  const { config, logger, db } = deps.deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', trustProxySetting(config.TRUST_PROXY));
+  app.set('view engine', 'ejs');
+  app.set('views', VIEWS_DIR);
+
+  app.use('/api', requireJsonBody);
+  app.use(express.json({ limit: '16kb', type: ['application/json', 'application/*+json'] }));
+
+  for (const router of [
+    healthRoutes({ db }),
+    ssoRoutes({ sso: deps.sso, clients: deps.clients, validationLimit: deps.limiters.validation }),
+  ]) {
+    app.use(router);
+  }
+
+  app.use('/api', apiNotFound);
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,77 @@
+import ipaddr from 'ipaddr.js';
+
+type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** An allow-list entry that is neither an IP address nor a CIDR range. */
+export class InvalidAllowListEntry extends Error {
+  constructor(readonly entry: string) {
+    super(`"${entry}" is not an IP address or CIDR range`);
+  }
+}
+
+/**
+ * Canonical form of one allow-list entry: an address ("10.0.0.7", "2001:db8::1") or a CIDR
+ * range with its host bits cleared ("10.0.0.0/8"). IPv4-mapped IPv6 is folded to IPv4.
+ * Throws InvalidAllowListEntry for anything else (so bad entries are refused when saved).
+ */
+export function normalizeAllowListEntry(raw: string): string {
+  const entry = raw.trim();
+  try {
+    if (entry.includes('/')) {
+      const [addr, bits] = ipaddr.parseCIDR(entry);
+      if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+        const v4 = (addr as ipaddr.IPv6).toIPv4Address();
+        return `${ipaddr.IPv4.networkAddressFromCIDR(`${v4}/${bits - 96}`)}/${bits - 96}`;
+      }
+      const network = addr.kind() === 'ipv4'
+        ? ipaddr.IPv4.networkAddressFromCIDR(entry)
+        : ipaddr.IPv6.networkAddressFromCIDR(entry);
+      return `${network.toString()}/${bits}`;
+    }
+    if (!ipaddr.isValid(entry) || !/^[0-9a-fA-F.:]+$/.test(entry)) throw new Error('not an address');
+    // Only dotted-quad IPv4 (ipaddr also accepts "0x7f.1" and "127.1", which people do not mean).
+    if (!entry.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(entry)) throw new Error('not dotted-quad');
+    return ipaddr.process(entry).toString();
+  } catch {
+    throw new InvalidAllowListEntry(raw);
+  }
+}
+
+/** Normalizes a whole list; collects every bad entry so a caller can name them all. */
+export function normalizeAllowList(entries: string[]): { entries: string[]; invalid: string[] } {
+  const out = new Set<string>();
+  const invalid: string[] = [];
+  for (const e of entries) {
+    try {
+      out.add(normalizeAllowListEntry(e));
+    } catch {
+      invalid.push(e);
+    }
+  }
+  return { entries: [...out], invalid };
+}
+
+/** True when a range admits every address of its family (0.0.0.0/0, ::/0). */
+export function isAllowEverything(entry: string): boolean {
+  return /\/0$/.test(entry);
+}
+
+const compiled = new Map<string, Range[]>();
+
+function compile(entries: readonly string[]): Range[] {
+  const key = entries.join(',');
+  let ranges = compiled.get(key);
+  if (!ranges) {
+    ranges = entries.map((e) => (e.includes('/') ? ipaddr.parseCIDR(e) : [ipaddr.parse(e), e.includes(':') ? 128 : 32]) as Range);
+    if (compiled.size > 1000) compiled.clear();
+    compiled.set(key, ranges);
+  }
+  return ranges;
+}
+
+/** Whether `ip` (already normalized) is inside one of the stored allow-list entries. */
+export function isIpAllowed(ip: string, entries: readonly string[]): boolean {
+  if (entries.length === 0 || !ipaddr.isValid(ip)) return false;
+  const addr = ipaddr.process(ip);
+  return compile(entries).some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
+}

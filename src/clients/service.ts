@@ -1,0 +1,169 @@
+import { writeAudit } from '../audit/writer.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
+import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatches } from './credentials.ts';
+import { type ClientRecord, findClient, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
+
+/** Who made an administrative change, for the audit log. */
+export interface Actor {
+  userId?: number | null;
+  username?: string | null;
+  ipAddress?: string | null;
+  userAgent?: string | null;
+  via: 'cli' | 'admin_api' | 'admin_panel';
+}
+
+/** A client as shown to administrators: the secret masked. */
+export interface PublicClient {
+  client_id: string;
+  client_name: string;
+  client_secret: string;
+  callback_url: string;
+  allowed_ips: string[];
+  active: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toPublicClient(c: ClientRecord): PublicClient {
+  return {
+    client_id: c.client_id,
+    client_name: c.client_name,
+    client_secret: maskSecret(c.secret_last4),
+    callback_url: c.callback_url,
+    allowed_ips: c.allowed_ips,
+    active: c.active,
+    created_at: new Date(c.created_at).toISOString(),
+    updated_at: new Date(c.updated_at).toISOString(),
+  };
+}
+
+/** A callback must be an absolute http(s) URL without credentials or a fragment. */
+export function checkCallbackUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new AppError(400, 'invalid_callback_url', 'callback_url must be an absolute http(s) URL');
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.hash) {
+    throw new AppError(400, 'invalid_callback_url', 'callback_url must be an absolute http(s) URL without credentials or fragment');
+  }
+  return url.toString();
+}
+
+/**
+ * Normalizes an allow list; refuses bad entries (naming all of them) and, unless
+ * `allowEverything` is set, ranges such as 0.0.0.0/0 that would disable the protection.
+ */
+export function checkAllowList(entries: string[], options: { allowEverything?: boolean } = {}): string[] {
+  const { entries: normalized, invalid } = normalizeAllowList(entries);
+  if (invalid.length > 0) {
+    throw new AppError(400, 'invalid_allowed_ips', `Not an IP address or CIDR range: ${invalid.join(', ')}`, {
+      extra: { invalid },
+    });
+  }
+  const everything = normalized.filter(isAllowEverything);
+  if (everything.length > 0 && !options.allowEverything) {
+    throw new AppError(400, 'allow_everything_unconfirmed', `${everything.join(', ')} admits every address; confirm to save it`, {
+      extra: { entries: everything },
+    });
+  }
+  return normalized;
+}
+
+/** Client-system administration and the credential check of the SSO endpoints. */
+export function createClientService(deps: Pick<Deps, 'db' | 'outbox'>) {
+  const { db, outbox } = deps;
+
+  return {
+    /** Registers a client system; the plain secret is returned here and never again. */
+    async createClient(
+      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean },
+      actor: Actor,
+    ): Promise<{ client: ClientRecord; secret: string }> {
+      const callbackUrl = checkCallbackUrl(input.callbackUrl);
+      const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
+      const clientId = input.clientId ?? generateClientId(input.name);
+      const secret = generateClientSecret();
+      const client = await db.transaction(async (tx) => {
+        if (await findClient(tx, clientId)) throw new AppError(409, 'client_exists', `Client ${clientId} already exists`);
+        const created = await insertClient(tx, {
+          clientId,
+          clientName: input.name,
+          secretHash: hashClientSecret(secret),
+          secretLast4: secret.slice(-4),
+          callbackUrl,
+          allowedIps,
+        });
+        await writeAudit(tx, { action: 'client.create', outcome: 'success', clientId, ...actorAudit(actor) });
+        await outbox.enqueue(tx, 'client.registered', { client_id: clientId, client_name: input.name });
+        return created;
+      });
+      outbox.wake();
+      return { client, secret };
+    },
+
+    /** Replaces a client's secret; the old one fails at once. Returns the new plain secret. */
+    async rotateSecret(clientId: string, actor: Actor): Promise<{ client: ClientRecord; secret: string }> {
+      const secret = generateClientSecret();
+      const client = await db.transaction(async (tx) => {
+        const updated = await updateClientSecret(tx, clientId, hashClientSecret(secret), secret.slice(-4));
+        if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+        await writeAudit(tx, { action: 'client.rotate_secret', outcome: 'success', clientId, ...actorAudit(actor) });
+        return updated;
+      });
+      return { client, secret };
+    },
+
+    /** Changes name, callback URL, allow list or active flag of a client. */
+    async updateClient(
+      clientId: string,
+      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean },
+      actor: Actor,
+    ): Promise<ClientRecord> {
+      const changes = {
+        clientName: patch.clientName,
+        callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl),
+        allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),
+        active: patch.active,
+      };
+      return db.transaction(async (tx) => {
+        const updated = await updateClient(tx, clientId, changes);
+        if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+        const changed = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+        await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { via: actor.via, changed } });
+        return updated;
+      });
+    },
+
+    listClients: () => listClients(db),
+    findClient: (clientId: string) => findClient(db, clientId),
+
+    /**
+     * The client whose id and secret these are, if active; otherwise 401 invalid_client, the
+     * same answer for an unknown id and a wrong secret (and the same hashing work).
+     */
+    async authenticateClient(clientId: string, secret: string): Promise<ClientRecord> {
+      const client = await findClient(db, clientId);
+      const ok = secretMatches(secret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH);
+      if (!client || !ok || !client.active) {
+        throw new AppError(401, 'invalid_client', 'Invalid client credentials');
+      }
+      return client;
+    },
+  };
+}
+
+export type ClientService = ReturnType<typeof createClientService>;
+
+const UNKNOWN_CLIENT_HASH = hashClientSecret('no such client');
+
+function actorAudit(actor: Actor) {
+  return {
+    ipAddress: actor.ipAddress ?? null,
+    userAgent: actor.userAgent ?? null,
+    details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null },
+  };
+}

@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import ipaddr from 'ipaddr.js';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+/** Empty strings in the environment mean "not set". */
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+/**
+ * TRUST_PROXY: unset/false trusts no proxy (X-Forwarded-For is ignored); a hop count
+ * ("1") or a comma-separated list of addresses/CIDRs of the proxies in front of us.
+ */
+const trustProxy = optionalString.superRefine((v, ctx) => {
+  if (v === undefined || v === 'false' || /^\d+$/.test(v) || v === 'loopback') return;
+  for (const part of v.split(',').map((s) => s.trim())) {
+    const ok = part.includes('/') ? safe(() => ipaddr.parseCIDR(part)) : ipaddr.isValid(part);
+    if (!ok) ctx.addIssue({ code: 'custom', message: `"${part}" is not an address, CIDR range or hop count` });
+  }
+});
+
+function safe(fn: () => unknown): boolean {
+  try {
+    fn();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Every configuration key of the service; `.env.example` mirrors this list. */
+export const configSchema = z.object({
+  /** development | production | test; production turns on Secure cookies, the SSRF guard and requires JWT_SECRET. */
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** TCP port the HTTP server listens on. */
+  PORT: int(0, 65535).default(3000),
+  /** Interface the HTTP server binds to. */
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** PostgreSQL connection string; unset runs the embedded database (PGlite) under DATA_DIR. */
+  DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  /** Directory of the embedded database and the generated development JWT key. */
+  DATA_DIR: z.string().min(1).default('./data'),
+  /** Redis URL; when set, rate-limit counters are shared between instances through it. */
+  REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
+  /** HMAC key for SSO and API tokens, at least 32 bytes; required in production. */
+  JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  /** The `iss` claim of every token this service signs. */
+  ISSUER: z.string().min(1).default('auth-service'),
+  /** Lifetime of an SSO token (the token travels in a URL: keep it short). */
+  TOKEN_TTL_SECONDS: int(5, 3600).default(60),
+  /** Lifetime of an access token from POST /api/login. */
+  ACCESS_TOKEN_TTL_SECONDS: int(60, 86400).default(900),
+  /** bcrypt cost factor for user passwords. */
+  BCRYPT_COST: int(4, 15).default(12),
+  /** Proxies whose X-Forwarded-For is believed: unset (none), a hop count, or addresses/CIDRs. */
+  TRUST_PROXY: trustProxy,
+  /** Login endpoints, requests per minute per IP address. */
+  RATE_LIMIT_LOGIN_PER_MIN: int(1).default(10),
+  /** Token validation, requests per minute per client system. */
+  RATE_LIMIT_VALIDATE_PER_MIN: int(1).default(100),
+  /** User management and admin API, requests per minute per authenticated user. */
+  RATE_LIMIT_USER_PER_MIN: int(1).default(50),
+  /** Consecutive failed logins that lock an account. */
+  LOCKOUT_THRESHOLD: int(1, 100).default(5),
+  /** How long a locked account stays locked. */
+  LOCKOUT_MINUTES: int(1, 1440).default(30),
+  /** Key that signs the session cookie; required in production. */
+  SESSION_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  /** Lifetime of a browser/API session. */
+  SESSION_TTL_SECONDS: int(60).default(8 * 3600),
+  /** Upper bound of one webhook delivery attempt. */
+  WEBHOOK_TIMEOUT_MS: int(100, 60000).default(5000),
+  /** First retry delay of a failed webhook delivery; each further retry waits four times longer. */
+  WEBHOOK_BACKOFF_MS: int(10, 3600000).default(10000),
+  /** Allow webhook URLs on loopback/private/link-local addresses (always allowed outside production). */
+  WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  /** How often expired, unused SSO tokens are swept (token.expired events). */
+  TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
+  /** pino log level. */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** A configuration value that cannot be used; the message names the key. */
+export class ConfigError extends Error {}
+
+/**
+ * Reads the configuration from an environment-like object. Throws ConfigError with one
+ * line naming the first offending key, so a bad deployment fails at start, not later.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
+  const parsed = configSchema.safeParse(known);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = String(issue.path[0] ?? 'config');
+    throw new ConfigError(`Invalid configuration: ${key}: ${issue.message}`);
+  }
+  const config = parsed.data;
+  if (config.NODE_ENV === 'production') {
+    if (!config.JWT_SECRET) throw new ConfigError('Invalid configuration: JWT_SECRET: required when NODE_ENV=production');
+    if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
+  }
+  return config;
+}

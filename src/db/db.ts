@@ -1,0 +1,25 @@
+/** Result of one statement, the same shape on PostgreSQL and on the embedded database. */
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+/** Anything that runs parameterized SQL: the database itself or an open transaction. */
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+/**
+ * The store the service runs on. Code above the data layer only sees this interface and
+ * never knows whether PostgreSQL or the embedded PGlite database is underneath.
+ */
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'embedded';
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Connections in use and waiting, for /metrics. */
+  poolStats(): { total: number; idle: number; waiting: number };
+  close(): Promise<void>;
+}

@@ -1,0 +1,32 @@
+import { PGlite } from '@electric-sql/pglite';
+import type { Db, QueryResult } from './db.ts';
+
+/**
+ * Wraps a PGlite instance (in memory when `dataDir` is undefined). PGlite has a single
+ * connection and serializes statements itself; a transaction holds it until it ends.
+ */
+export async function openEmbedded(dataDir?: string): Promise<{ db: Db; pglite: PGlite }> {
+  const pglite = await PGlite.create(dataDir ? { dataDir } : {});
+  let pending = 0;
+  const wrap = async <T>(p: Promise<{ rows: unknown[]; affectedRows?: number }>): Promise<QueryResult<T>> => {
+    pending++;
+    try {
+      const r = await p;
+      return { rows: r.rows as T[], rowCount: r.affectedRows || r.rows.length };
+    } finally {
+      pending--;
+    }
+  };
+  const db: Db = {
+    kind: 'embedded',
+    query: (sql, params) => wrap(pglite.query(sql, params)),
+    exec: async (sql) => void (await pglite.exec(sql)),
+    transaction: (fn) =>
+      pglite.transaction((t) =>
+        fn({ query: (sql, params) => wrap(t.query(sql, params)), exec: async (sql) => void (await t.exec(sql)) }),
+      ),
+    poolStats: () => ({ total: 1, idle: pending === 0 ? 1 : 0, waiting: Math.max(0, pending - 1) }),
+    close: () => pglite.close(),
+  };
+  return { db, pglite };
+}

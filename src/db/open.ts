@@ -1,0 +1,85 @@
+import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import type { Config } from '../config.ts';
+import type { Db } from './db.ts';
+import { openEmbedded } from './embedded.ts';
+import { openPostgres } from './postgres.ts';
+
+const SOCKET_PORT = 5432;
+
+/** Where the embedded database lives and how it is reached while the service runs. */
+export function embeddedPaths(dataDir: string) {
+  const dir = path.resolve(dataDir);
+  return {
+    dir,
+    pgdata: path.join(dir, 'pgdata'),
+    lock: path.join(dir, 'embedded.lock'),
+    socket: path.join(dir, `.s.PGSQL.${SOCKET_PORT}`),
+  };
+}
+
+/**
+ * Opens the configured store. On PostgreSQL: a pool. Embedded: PGlite allows one process,
+ * so the opener takes a lock file; with `serve` (the service) it also serves the database
+ * on a Unix socket in DATA_DIR for the admin command line and psql. An opener that finds
+ * the lock held by a live process connects through that socket instead (the command line),
+ * or refuses (a second service): never two writers on one data directory.
+ */
+export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, options: { serve: boolean }): Promise<Db> {
+  if (config.DATABASE_URL) return openPostgres(config.DATABASE_URL);
+  const paths = embeddedPaths(config.DATA_DIR);
+  await mkdir(paths.dir, { recursive: true });
+  const holder = await acquireLock(paths.lock);
+  if (holder !== null) {
+    if (options.serve) {
+      throw new Error(`The embedded database in ${paths.dir} is in use by process ${holder}; set DATABASE_URL to run several instances`);
+    }
+    return openPostgres({ host: paths.dir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' }, { max: 1 });
+  }
+  try {
+    const { db, pglite } = await openEmbedded(paths.pgdata);
+    let server: PGLiteSocketServer | undefined;
+    if (options.serve) {
+      await unlink(paths.socket).catch(() => {});
+      server = new PGLiteSocketServer({ db: pglite, path: paths.socket, maxConnections: 8 });
+      await server.start();
+    }
+    return {
+      ...db,
+      async close() {
+        await server?.stop();
+        await db.close();
+        await unlink(paths.lock).catch(() => {});
+      },
+    };
+  } catch (err) {
+    await unlink(paths.lock).catch(() => {});
+    throw err;
+  }
+}
+
+/** Takes the lock file; returns null when taken, else the pid of the live process holding it. */
+async function acquireLock(lockPath: string): Promise<number | null> {
+  for (let i = 0; i < 3; i++) {
+    try {
+      await writeFile(lockPath, String(process.pid), { flag: 'wx' });
+      return null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const pid = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) return pid;
+    await unlink(lockPath).catch(() => {}); // stale: its process is gone
+  }
+  throw new Error(`Could not take the lock ${lockPath}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

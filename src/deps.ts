@@ -1,0 +1,30 @@
+import type { KeyObject } from 'node:crypto';
+import type { Logger } from 'pino';
+import { createClientService } from './clients/service.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/db.ts';
+import { createSsoService } from './sso/service.ts';
+import { createUserService } from './users/service.ts';
+import { createOutbox, type EventOutbox } from './webhooks/events.ts';
+
+/** What every use case may need: plain values, no container. */
+export interface Deps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  signingKey: KeyObject;
+  outbox: EventOutbox;
+}
+
+/** Wires queries into services; one object per capability. */
+export function createServices(base: Omit<Deps, 'outbox'> & { outbox?: EventOutbox }) {
+  const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox() };
+  return {
+    deps,
+    clients: createClientService(deps),
+    users: createUserService(deps),
+    sso: createSsoService(deps),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,26 @@
+import type { Request } from 'express';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * The caller's address: the socket address, or the X-Forwarded-For hop Express resolved
+ * under TRUST_PROXY. IPv4-mapped IPv6 (::ffff:1.2.3.4) is folded to IPv4.
+ */
+export function clientIp(req: Request): string {
+  return normalizeIp(req.ip ?? req.socket.remoteAddress ?? '');
+}
+
+/** Canonical text of an address (IPv4-mapped folded); the input unchanged when it is not one. */
+export function normalizeIp(ip: string): string {
+  try {
+    return ipaddr.process(ip).toString();
+  } catch {
+    return ip;
+  }
+}
+
+/** Express's `trust proxy` value for a TRUST_PROXY setting. */
+export function trustProxySetting(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (/^\d+$/.test(value)) return Number.parseInt(value, 10);
+  return value;
+}

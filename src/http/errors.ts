@@ -1,0 +1,70 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+
+/**
+ * An error the client is meant to see: HTTP status, a stable snake_case code, a human
+ * message, and optional extra fields merged into the JSON body (e.g. retry_after).
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { cause?: unknown; extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.code = code;
+    this.extra = options.extra ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** Errors raised by body-parser, mapped to the codes DESIGN.md names. */
+const BODY_PARSER_ERRORS: Record<string, [number, string, string]> = {
+  'entity.parse.failed': [400, 'invalid_json', 'The request body is not valid JSON'],
+  'entity.too.large': [413, 'payload_too_large', 'The request body is too large'],
+  'encoding.unsupported': [415, 'unsupported_media_type', 'Unsupported content encoding'],
+  'charset.unsupported': [415, 'unsupported_media_type', 'Unsupported charset'],
+  'request.aborted': [400, 'request_aborted', 'The request was aborted'],
+  'request.size.invalid': [400, 'bad_request', 'Request size did not match Content-Length'],
+};
+
+/** Turns any error into a JSON answer `{error, message}`; never a stack trace. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    let status = 500;
+    let body: Record<string, unknown>;
+    if (err instanceof AppError) {
+      status = err.status;
+      body = { error: err.code, message: err.message, ...err.extra };
+      for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+    } else if (typeof err?.type === 'string' && BODY_PARSER_ERRORS[err.type]) {
+      const [s, code, message] = BODY_PARSER_ERRORS[err.type];
+      status = s;
+      body = { error: code, message };
+    } else if (Number.isInteger(err?.status) && err.status >= 400 && err.status < 500) {
+      status = err.status;
+      body = { error: 'bad_request', message: 'The request could not be processed' };
+    } else {
+      const requestId = (req as { id?: unknown }).id;
+      logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error');
+      body = { error: 'internal_error', message: 'Internal server error', ...(requestId ? { request_id: String(requestId) } : {}) };
+    }
+    res.status(status).json(body);
+  };
+}
+
+/** The answer for any /api path no router claimed. */
+export const apiNotFound: RequestHandler = (req, _res, next) => {
+  next(new AppError(404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}`));
+};

@@ -1,0 +1,63 @@
+import type { Request, RequestHandler } from 'express';
+import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import { RedisStore, type RedisReply } from 'rate-limit-redis';
+import type { Config } from '../config.ts';
+import { clientIp } from './client-ip.ts';
+import { AppError } from './errors.ts';
+
+/** The three limits of SPEC 8 (and DESIGN.md), as Express middleware. */
+export interface RateLimiters {
+  /** Login endpoints, per IP address. */
+  login: RequestHandler;
+  /** Token validation, per authenticated client system (res.locals.client). */
+  validation: RequestHandler;
+  /** User management and admin API, per authenticated user (res.locals.user). */
+  user: RequestHandler;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the limiters. With REDIS_URL the counters live in Redis and every instance shares
+ * them; otherwise they live in this process.
+ */
+export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>): RateLimiters {
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
+  redis?.on('error', () => {}); // reconnects by itself; a refused command surfaces as a request error
+  const store = (prefix: string): Store | undefined =>
+    redis
+      ? new RedisStore({ prefix: `auth-rl:${prefix}:`, sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply> })
+      : undefined;
+
+  const limiter = (name: string, limit: number, key: (req: Request, res: { locals: Record<string, unknown> }) => string): RequestHandler =>
+    rateLimit({
+      windowMs: 60_000,
+      limit,
+      standardHeaders: 'draft-8',
+      legacyHeaders: false,
+      store: store(name),
+      identifier: name,
+      keyGenerator: (req, res) => key(req, res),
+      validate: { keyGeneratorIpFallback: false },
+      handler: (req, _res, next) => {
+        const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+        const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
+        next(new AppError(429, 'rate_limited', 'Too many requests; try again later', {
+          extra: { retry_after: retryAfter },
+          headers: { 'Retry-After': String(retryAfter) },
+        }));
+      },
+    });
+
+  return {
+    login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => ipKeyGenerator(clientIp(req))),
+    validation: limiter('validate', config.RATE_LIMIT_VALIDATE_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
+    user: limiter('user', config.RATE_LIMIT_USER_PER_MIN, (req, res) => {
+      const user = res.locals.user as { id: number } | undefined;
+      return user ? `u${user.id}` : `ip:${ipKeyGenerator(clientIp(req))}`;
+    }),
+    async close() {
+      await redis?.quit().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import type { Logger } from 'pino';
+import { createApp } from './app.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/db.ts';
+import { migrate } from './db/migrate.ts';
+import { createServices, type Services } from './deps.ts';
+import { createRateLimiters } from './http/rate-limit.ts';
+import { loadSigningKey } from './sso/keys.ts';
+
+/** A running instance: its HTTP server, URL, services, and an orderly stop. */
+export interface RunningService {
+  server: http.Server;
+  url: string;
+  services: Services;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts one instance on an open database: migrations, signing key, services, HTTP server,
+ * background workers. `stop` stops accepting, lets in-flight requests finish, stops the
+ * workers, and leaves closing the database to the caller that opened it.
+ */
+export async function startService(config: Config, db: Db, logger: Logger): Promise<RunningService> {
+  const applied = await migrate(db);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  const signingKey = await loadSigningKey(config);
+  const services = createServices({ config, db, logger, signingKey });
+  const limiters = createRateLimiters(config);
+  const app = createApp({ ...services, limiters });
+  const workers: Array<{ stop(): Promise<void> }> = [];
+
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  return {
+    server,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    services,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await Promise.all(workers.map((w) => w.stop()));
+      await limiters.close();
+    },
+  };
+}

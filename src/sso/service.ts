@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import { writeAudit } from '../audit/writer.ts';
+import type { ClientRecord } from '../clients/queries.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import { findUserByUsername, type UserRecord } from '../users/queries.ts';
+import { normalizeUsername } from '../users/username.ts';
+import { consumeToken, insertIssuedToken, tokenState } from './queries.ts';
+import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Who asked, for the token's ip_address claim, the audit log and events. */
+export interface RequestContext {
+  ipAddress: string;
+  userAgent: string | null;
+}
+
+/** The answer of a successful validation (SPEC 4.2). */
+export interface ValidationResult {
+  valid: true;
+  user: { id: number; username: string; email: string };
+  expires_at: string;
+}
+
+const REASON_MESSAGES: Record<string, string> = {
+  invalid_token: 'The token is invalid',
+  token_expired: 'The token has expired',
+  token_already_used: 'The token has already been used',
+  token_revoked: 'The token has been revoked',
+  ip_mismatch: 'The token is bound to another IP address',
+  user_inactive: 'The user is inactive',
+};
+
+function rejected(reason: string): AppError {
+  return new AppError(401, reason, REASON_MESSAGES[reason] ?? 'The token is invalid', { extra: { valid: false } });
+}
+
+/** Issuing and validating single-use SSO tokens. */
+export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox'>) {
+  const { db, config, signingKey, outbox } = deps;
+
+  /**
+   * Signs a token for `user` at `client`, records it for the single-use check, writes the
+   * audit row and the user.login event in one transaction. `claimUsername` is the name the
+   * user has at the client (dashboard links); by default their own username.
+   */
+  async function issueForUser(
+    client: ClientRecord,
+    user: UserRecord,
+    ctx: RequestContext & { tokenIp?: string; claimUsername?: string; twoFactorUsed?: boolean; flow: string },
+  ): Promise<{ token: string; redirect_url: string; claims: SsoClaims }> {
+    const now = Math.floor(Date.now() / 1000);
+    const claims: SsoClaims = {
+      user_id: String(user.id),
+      username: ctx.claimUsername ?? user.username,
+      client_id: client.client_id,
+      client_name: client.client_name,
+      roles: [user.role],
+      ip_address: ctx.tokenIp ?? ctx.ipAddress,
+      iat: now,
+      exp: now + config.TOKEN_TTL_SECONDS,
+      iss: config.ISSUER,
+      aud: SSO_AUDIENCE,
+      jti: randomUUID(),
+    };
+    const token = signToken(claims, signingKey);
+    await db.transaction(async (tx) => {
+      await insertIssuedToken(tx, {
+        jti: claims.jti,
+        userId: user.id,
+        clientId: client.client_id,
+        username: claims.username,
+        ipAddress: claims.ip_address,
+        issuedAt: new Date(claims.iat * 1000),
+        expiresAt: new Date(claims.exp * 1000),
+      });
+      await writeAudit(tx, {
+        action: 'token.issue',
+        outcome: 'success',
+        userId: user.id,
+        username: user.username,
+        clientId: client.client_id,
+        ipAddress: ctx.ipAddress,
+        userAgent: ctx.userAgent,
+        details: { jti: claims.jti, flow: ctx.flow, token_ip: claims.ip_address },
+      });
+      await outbox.enqueue(tx, 'user.login', {
+        user_id: user.id,
+        email: user.email,
+        ip_address: claims.ip_address,
+        user_agent: ctx.userAgent ?? '',
+        client_system: client.client_id,
+        '2fa_used': ctx.twoFactorUsed ?? false,
+      });
+    });
+    outbox.wake();
+    return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
+  }
+
+  return {
+    issueForUser,
+
+    /** Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. */
+    async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string }) {
+      const user = await findUserByUsername(db, normalizeUsername(rawUsername));
+      if (!user || !user.active) {
+        await writeAudit(db, {
+          action: 'token.issue',
+          outcome: 'failure',
+          userId: user?.id ?? null,
+          username: normalizeUsername(rawUsername).slice(0, 200),
+          clientId: client.client_id,
+          ipAddress: ctx.ipAddress,
+          userAgent: ctx.userAgent,
+          details: { reason: user ? 'user_inactive' : 'user_not_found' },
+        });
+        throw new AppError(404, 'user_not_found', 'User not found or inactive');
+      }
+      return issueForUser(client, user, { ...ctx, flow: 'server_to_server' });
+    },
+
+    /**
+     * Validates and consumes a token for the client it was issued to. Every outcome is
+     * audited; failures are 401 {valid:false, error} with the reason.
+     */
+    async validate(client: ClientRecord, token: string, ctx: RequestContext & { expectedIp?: string }): Promise<ValidationResult> {
+      const fail = async (reason: string, extra: Record<string, unknown> = {}) => {
+        await writeAudit(db, {
+          action: 'token.validate',
+          outcome: 'failure',
+          clientId: client.client_id,
+          ipAddress: ctx.ipAddress,
+          userAgent: ctx.userAgent,
+          userId: (extra.user_id as number | undefined) ?? null,
+          details: { reason, ...extra },
+        });
+        return rejected(reason);
+      };
+      const verified = verifyToken<Partial<SsoClaims>>(token, signingKey, { issuer: config.ISSUER, audience: SSO_AUDIENCE });
+      if (!verified.ok) throw await fail(verified.reason);
+      const claims = verified.claims;
+      if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== client.client_id) {
+        throw await fail('invalid_token', typeof claims.jti === 'string' && UUID.test(claims.jti) ? { jti: claims.jti, cause: 'other_client' } : {});
+      }
+      if (ctx.expectedIp !== undefined && ctx.expectedIp !== claims.ip_address) {
+        throw await fail('ip_mismatch', { jti: claims.jti });
+      }
+      const consumed = await consumeToken(db, { jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
+      if (!consumed) {
+        const state = await tokenState(db, claims.jti);
+        const reason = !state || state.client_id !== client.client_id
+          ? 'invalid_token'
+          : state.used_at ? 'token_already_used'
+          : state.invalidated_at ? 'token_revoked'
+          : !state.user_active ? 'user_inactive'
+          : 'token_expired';
+        throw await fail(reason, { jti: claims.jti, ...(state ? { user_id: state.user_id } : {}) });
+      }
+      return {
+        valid: true,
+        user: { id: consumed.user_id, username: consumed.username, email: consumed.email },
+        expires_at: formatUtc(new Date(consumed.expires_at)),
+      };
+    },
+  };
+}
+
+export type SsoService = ReturnType<typeof createSsoService>;
+
+/** The client's callback with `token` (and `state`) added to its query; existing query kept. */
+export function buildRedirectUrl(callbackUrl: string, token: string, state?: string): string {
+  const url = new URL(callbackUrl);
+  url.searchParams.set('token', token);
+  if (state !== undefined) url.searchParams.set('state', state);
+  return url.toString();
+}

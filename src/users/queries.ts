@@ -1,0 +1,53 @@
+import type { Queryable } from '../db/db.ts';
+
+/** A user as stored, without secrets. */
+export interface UserRecord {
+  id: number;
+  username: string;
+  email: string;
+  role: string;
+  full_name: string;
+  active: boolean;
+  totp_enabled: boolean;
+}
+
+export const USER_COLUMNS = 'id, username, email, role, full_name, active, totp_enabled';
+
+/** The user with this normalized username, or null. */
+export async function findUserByUsername(q: Queryable, username: string): Promise<UserRecord | null> {
+  const r = await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = $1`, [username]);
+  return r.rows[0] ?? null;
+}
+
+/** The user with this id, or null. */
+export async function findUserById(q: Queryable, id: number): Promise<UserRecord | null> {
+  const r = await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+  return r.rows[0] ?? null;
+}
+
+/** Inserts a user; throws the database's unique violation (23505) for a taken username. */
+export async function insertUser(
+  q: Queryable,
+  u: { username: string; email: string; role: string; fullName: string; passwordHash: string; active: boolean },
+): Promise<UserRecord> {
+  const r = await q.query<UserRecord>(
+    `INSERT INTO users (username, email, role, full_name, password_hash, active)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${USER_COLUMNS}`,
+    [u.username, u.email, u.role, u.fullName, u.passwordHash, u.active],
+  );
+  return r.rows[0];
+}
+
+/** Activates or deactivates a user; null when there is no such user. */
+export async function setUserActive(q: Queryable, username: string, active: boolean): Promise<UserRecord | null> {
+  const r = await q.query<UserRecord>(
+    `UPDATE users SET active = $2, updated_at = now() WHERE username = $1 RETURNING ${USER_COLUMNS}`,
+    [username, active],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** Clears the failed-login counter and any lock of a login name. */
+export async function clearLoginAttempts(q: Queryable, login: string): Promise<void> {
+  await q.query('DELETE FROM login_attempts WHERE login = $1', [login]);
+}

@@ -1,0 +1,47 @@
+import type { Queryable } from '../db/db.ts';
+
+/** The seven event types of SPEC.md section 6. */
+export const EVENT_TYPES = [
+  'user.login',
+  'user.logout',
+  'user.login_failed',
+  'user.locked',
+  'user.2fa_enabled',
+  'token.expired',
+  'client.registered',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * The outbox: `enqueue` writes one delivery row per active webhook subscribed to the event,
+ * inside the caller's transaction, so an event exists exactly when the change that caused
+ * it was committed. `wake` tells the dispatcher (if one runs in this process) to send now.
+ */
+export interface EventOutbox {
+  enqueue(tx: Queryable, event: EventType, data: Record<string, unknown>): Promise<void>;
+  /** Called after the transaction that enqueued has committed. */
+  wake(): void;
+  /** The dispatcher registers here to be woken. */
+  onWake(listener: () => void): () => void;
+}
+
+/** Creates the outbox used by every use case that emits events. */
+export function createOutbox(): EventOutbox {
+  const listeners = new Set<() => void>();
+  return {
+    async enqueue(tx, event, data) {
+      await tx.query(
+        `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
+         SELECT gen_random_uuid(), w.id, $1, $2::jsonb FROM webhooks w WHERE w.active AND $1 = ANY (w.events)`,
+        [event, JSON.stringify(data)],
+      );
+    },
+    wake() {
+      for (const l of listeners) l();
+    },
+    onWake(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

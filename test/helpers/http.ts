@@ -1,0 +1,63 @@
+import http from 'node:http';
+
+export interface HttpResponse<T = any> {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** The parsed JSON body, or undefined when the body is not JSON. */
+  body: T;
+}
+
+export interface RequestOptions {
+  method?: string;
+  /** An object is sent as JSON; a string or Buffer is sent as is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Source address of the connection, e.g. 127.0.0.2 to be a second caller on loopback. */
+  localAddress?: string;
+}
+
+/** One HTTP request on a fresh connection (so localAddress always applies). */
+export function request<T = any>(url: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  let payload: Buffer | undefined;
+  if (options.body !== undefined) {
+    if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) {
+      payload = Buffer.from(options.body as string);
+    } else {
+      payload = Buffer.from(JSON.stringify(options.body));
+      headers['content-type'] ??= 'application/json';
+    }
+    headers['content-length'] = String(payload.length);
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: options.method ?? (payload ? 'POST' : 'GET'), headers, localAddress: options.localAddress, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: any;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+    });
+    req.on('error', reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+/** Request helpers bound to a base URL. */
+export function client(baseUrl: string, defaults: Omit<RequestOptions, 'body' | 'method'> = {}) {
+  const merge = (o: RequestOptions) => ({ ...defaults, ...o, headers: { ...defaults.headers, ...o.headers } });
+  return {
+    get: <T = any>(path: string, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'GET' })),
+    post: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'POST', body })),
+    patch: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'PATCH', body })),
+    delete: <T = any>(path: string, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'DELETE' })),
+  };
+}
