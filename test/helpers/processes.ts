@@ -1,0 +1,51 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(fileURLToPath(new URL('../../', import.meta.url)));
+const TSX = ['--import', 'tsx'];
+
+/** Runs the admin command line; resolves with its exit code and output. */
+export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...TSX, 'src/cli/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Starts `src/server.ts` as a real process with PORT=0 and waits for its "listening" log
+ * line, which names the URL.
+ */
+export async function startServerProcess(env: Record<string, string | undefined>): Promise<{ child: ChildProcess; url: string; output: () => string; stop(): Promise<number | null> }> {
+  const child = spawn(process.execPath, [...TSX, 'src/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /"url":"(http:\/\/[^"]+)"[^\n]*auth service listening/.exec(out);
+      if (m) resolve(m[1]);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+    setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000).unref();
+  });
+  return {
+    child,
+    url,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      return code as number | null;
+    },
+  };
+}
