@@ -6,6 +6,7 @@ import { apiNotFound, errorHandler } from './http/errors.ts';
 import type { RateLimiters } from './http/rate-limit.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
+import { requestLogger } from './logging/request-log.ts';
 import { ssoRoutes } from './sso/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
@@ -23,6 +24,7 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', trustProxySetting(config.TRUST_PROXY));
   app.set('view engine', 'ejs');
   app.set('views', VIEWS_DIR);
+  app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', type: ['application/json', 'application/*+json'] }));

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { loggableUrl } from '../../src/logging/request-log.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { request } from '../helpers/http.ts';
+import { startLoggedApp, type LoggedApp } from './helpers/logged-app.ts';
+
+/** A value planted in a request that must never show up in the log. */
+const canary = (kind: string) => `CANARY${kind}${Math.random().toString(36).slice(2, 10)}`;
+
+describe('structured request logs', () => {
+  let app: LoggedApp;
+  before(async () => {
+    app = await startLoggedApp();
+  });
+  after(() => app.close());
+
+  const waitForLine = async (requestId: string) => {
+    // pino-http writes on 'finish', which may land just after the client has the answer.
+    for (let i = 0; i < 200 && !app.entries().some((e) => e.req?.id === requestId); i++) await new Promise((r) => setTimeout(r, 10));
+    return app.entries().filter((e) => e.req?.id === requestId);
+  };
+
+  it('writes one JSON line per request with its id, method, status and route', async () => {
+    const r = await app.http.get('/healthz');
+    const id = r.headers['x-request-id'] as string;
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    const [line] = await waitForLine(id);
+    assert.ok(line, 'a log line carries the request id');
+    assert.equal(line.req.method, 'GET');
+    assert.equal(line.req.url, '/healthz');
+    assert.equal(line.res.statusCode, 200);
+    assert.equal(typeof line.responseTime, 'number');
+  });
+
+  it('reuses a sane incoming X-Request-Id and replaces an unsafe one', async () => {
+    const sane = await app.http.get('/healthz', { headers: { 'x-request-id': 'lb-7f3a.12:trace' } });
+    assert.equal(sane.headers['x-request-id'], 'lb-7f3a.12:trace');
+    for (const bad of ['has space', 'x'.repeat(200), '"quoted"', '../etc']) {
+      const r = await app.http.get('/healthz', { headers: { 'x-request-id': bad } });
+      assert.match(r.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/, `replaces ${JSON.stringify(bad)}`);
+    }
+  });
+
+  it('never logs passwords, secrets, tokens, codes, cookies, authorization headers or token query strings', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const planted: string[] = [];
+    const plant = (kind: string) => {
+      const v = canary(kind);
+      planted.push(v);
+      return v;
+    };
+    const ids: string[] = [];
+    const track = <T extends { headers: Record<string, unknown> }>(r: T) => {
+      ids.push(r.headers['x-request-id'] as string);
+      return r;
+    };
+
+    // A real token: issued, then validated; neither it nor its signature may be logged.
+    const issued = track(await app.http.post('/api/sso/token', { ...client, username: user.username }));
+    assert.equal(issued.status, 200, issued.text);
+    const token = issued.body.token as string;
+    track(await app.http.post('/api/sso/validate', { ...client, token }, { headers: { authorization: `Bearer ${plant('bearer')}` } }));
+    // Wrong secrets and tokens in JSON bodies.
+    track(await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: plant('secret'), username: user.username }));
+    track(await app.http.post('/api/sso/validate', { ...client, token: plant('token') }));
+    // Sign-in bodies: password, TOTP and recovery codes (routes of the sign-in capability).
+    track(await app.http.post('/api/auth/login', { login: user.username, password: plant('password'), totp: plant('totp') }));
+    track(await app.http.post('/api/auth/login', { login: user.username, password: plant('password'), recovery_code: plant('recovery') }));
+    track(await app.http.post('/api/login', { username: user.username, password: plant('apipassword'), code: plant('code') }));
+    // Credentials in headers.
+    track(await app.http.get('/api/user', {
+      headers: { authorization: `Bearer ${plant('bearer')}`, cookie: `connect.sid=${plant('cookie')}; other=${plant('cookie')}` },
+    }));
+    // The browser redirect carries ?token=; also nested in a return URL and in a code parameter.
+    track(await app.http.get(`/sso/callback?token=${plant('querytoken')}&state=abc`));
+    track(await app.http.get(`/sso/login?client_id=${client.client_id}&return_to=${encodeURIComponent(`https://x.example/?token=${plant('nested')}`)}`));
+    track(await app.http.get(`/api/sso/validate?token=${token}`));
+    // A login form body, and a malformed JSON body holding a password.
+    track(await request(`${app.url}/sso/login?client_id=${client.client_id}`, {
+      method: 'POST',
+      body: `login=${user.username}&password=${plant('formpassword')}&totp=${plant('formtotp')}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `sid=${plant('formcookie')}` },
+    }));
+    track(await request(`${app.url}/api/auth/login`, {
+      method: 'POST',
+      body: `{"login":"x","password":"${plant('malformed')}"`,
+      headers: { 'content-type': 'application/json' },
+    }));
+
+    for (const id of ids) assert.ok((await waitForLine(id)).length >= 1, `request ${id} was logged`);
+    const output = app.lines.join('');
+    for (const value of [...planted, token, token.split('.')[2], client.client_secret]) {
+      assert.equal(output.includes(value), false, `the log must not contain ${value.slice(0, 16)}…`);
+    }
+    const redirectLine = (await waitForLine(ids[8]))[0];
+    assert.equal(redirectLine.req.url, '/sso/callback?[redacted]');
+  });
+
+  it('keeps harmless query strings and strips credential-bearing ones', () => {
+    assert.equal(loggableUrl('/api/admin/audit?user=alice&limit=10'), '/api/admin/audit?user=alice&limit=10');
+    assert.equal(loggableUrl('/cb?token=abc'), '/cb?[redacted]');
+    assert.equal(loggableUrl('/cb?next=%2Fx%3Ftoken%3Dabc'), '/cb?[redacted]');
+    assert.equal(loggableUrl('/cb?x=%E0%A4%A'), '/cb?[redacted]');
+  });
+
+  it('puts the request id in 5xx bodies and the error log line, without request secrets', async () => {
+    const client = await makeClient(app);
+    const secret = canary('fivehundred');
+    // Break the store under the running service so the next token request fails inside.
+    await app.db.exec('ALTER TABLE clients RENAME TO clients_moved_away');
+    try {
+      const r = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: secret, username: 'x' }, {
+        headers: { 'x-request-id': 'req-500-check' },
+      });
+      assert.equal(r.status, 500);
+      assert.deepEqual(r.body, { error: 'internal_error', message: 'Internal server error', request_id: 'req-500-check' });
+      assert.equal(r.headers['x-request-id'], 'req-500-check');
+      const lines = await waitForLine('req-500-check');
+      assert.ok(lines.some((l) => l.level >= 50 && l.res?.statusCode === 500), 'an error-level request line');
+      assert.ok(app.entries().some((e) => e.requestId === 'req-500-check' && e.err?.message), 'the error is logged with its id');
+      assert.equal(app.lines.join('').includes(secret), false);
+    } finally {
+      await app.db.exec('ALTER TABLE clients_moved_away RENAME TO clients');
+    }
+  });
+});
