@@ -27,7 +27,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
 
   app.use('/api', requireJsonBody);
-  app.use(express.json({ limit: '16kb', type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
 
   for (const router of [
     healthRoutes({ db }),
