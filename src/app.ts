@@ -7,6 +7,7 @@ import type { RateLimiters } from './http/rate-limit.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
+import { httpMetrics, metricsRoutes } from './metrics/http.ts';
 import { ssoRoutes } from './sso/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
@@ -25,12 +26,14 @@ export function createApp(deps: AppDeps): Express {
   app.set('view engine', 'ejs');
   app.set('views', VIEWS_DIR);
   app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
+  app.use(httpMetrics(deps.deps.metrics));
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
 
   for (const router of [
     healthRoutes({ db }),
+    metricsRoutes(deps.deps.metrics),
     ssoRoutes({ sso: deps.sso, clients: deps.clients, validationLimit: deps.limiters.validation }),
   ]) {
     app.use(router);

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { createClientService } from './clients/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
 import { createOutbox, type EventOutbox } from './webhooks/events.ts';
@@ -14,11 +15,13 @@ export interface Deps {
   logger: Logger;
   signingKey: KeyObject;
   outbox: EventOutbox;
+  /** Prometheus counters; code that observes an event increments the matching one. */
+  metrics: Metrics;
 }
 
 /** Wires queries into services; one object per capability. */
-export function createServices(base: Omit<Deps, 'outbox'> & { outbox?: EventOutbox }) {
-  const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox() };
+export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox?: EventOutbox; metrics?: Metrics }) {
+  const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox(), metrics: base.metrics ?? createMetrics({ db: base.db }) };
   return {
     deps,
     clients: createClientService(deps),

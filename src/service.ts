@@ -7,6 +7,7 @@ import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { createServices, type Services } from './deps.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
+import { createMetrics } from './metrics/metrics.ts';
 import { loadSigningKey } from './sso/keys.ts';
 
 /** A running instance: its HTTP server, URL, services, and an orderly stop. */
@@ -26,8 +27,8 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const signingKey = await loadSigningKey(config);
-  const services = createServices({ config, db, logger, signingKey });
-  const limiters = createRateLimiters(config);
+  const services = createServices({ config, db, logger, signingKey, metrics: createMetrics({ db, processMetrics: true }) });
+  const limiters = createRateLimiters(config, services.deps.metrics);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];
 

@@ -3,6 +3,7 @@ import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import { Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { Config } from '../config.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { clientIp } from './client-ip.ts';
 import { AppError } from './errors.ts';
 
@@ -21,7 +22,7 @@ export interface RateLimiters {
  * Builds the limiters. With REDIS_URL the counters live in Redis and every instance shares
  * them; otherwise they live in this process.
  */
-export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>): RateLimiters {
+export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>, metrics?: Pick<Metrics, 'rateLimited'>): RateLimiters {
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
   redis?.on('error', () => {}); // reconnects by itself; a refused command surfaces as a request error
   const store = (prefix: string): Store | undefined =>
@@ -41,6 +42,7 @@ export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMI
       validate: { keyGeneratorIpFallback: false },
       handler: (req, _res, next) => {
         const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+        metrics?.rateLimited.inc({ limiter: name });
         const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
         next(new AppError(429, 'rate_limited', 'Too many requests; try again later', {
           extra: { retry_after: retryAfter },

@@ -37,8 +37,8 @@ function rejected(reason: string): AppError {
 }
 
 /** Issuing and validating single-use SSO tokens. */
-export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox'>) {
-  const { db, config, signingKey, outbox } = deps;
+export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
+  const { db, config, signingKey, outbox, metrics } = deps;
 
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
@@ -95,6 +95,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
       });
     });
     outbox.wake();
+    metrics.tokensIssued.inc({ flow: ctx.flow });
     return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
   }
 
@@ -135,6 +136,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
           userId: (extra.user_id as number | undefined) ?? null,
           details: { reason, ...extra },
         });
+        metrics.tokensRejected.inc({ reason });
         return rejected(reason);
       };
       const verified = verifyToken<Partial<SsoClaims>>(token, signingKey, { issuer: config.ISSUER, audience: SSO_AUDIENCE });
@@ -157,6 +159,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
           : 'token_expired';
         throw await fail(reason, { jti: claims.jti, ...(state ? { user_id: state.user_id } : {}) });
       }
+      metrics.tokensValidated.inc();
       return {
         valid: true,
         user: { id: consumed.user_id, username: consumed.username, email: consumed.email },

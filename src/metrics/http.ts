@@ -1,0 +1,43 @@
+import { type Request, type RequestHandler, Router } from 'express';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * The route pattern a request matched (`/api/admin/users/:id`), never the raw path, so
+ * the label set stays small whatever callers send; requests no route claimed share one label.
+ */
+export function routeLabel(req: Request): string {
+  const route = (req as Request & { route?: { path?: unknown } }).route;
+  if (route && typeof route.path === 'string') return `${req.baseUrl ?? ''}${route.path}`;
+  return 'unmatched';
+}
+
+/** Times every request into the duration histogram and tracks the in-flight gauge. */
+export function httpMetrics(metrics: Metrics): RequestHandler {
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    metrics.httpInFlight.inc();
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      metrics.httpInFlight.dec();
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      metrics.httpDuration.observe({ method: req.method, route: routeLabel(req), status: String(res.statusCode) }, seconds);
+    };
+    res.once('finish', finish);
+    res.once('close', finish);
+    next();
+  };
+}
+
+/** GET /metrics in the Prometheus text format. */
+export function metricsRoutes(metrics: Metrics): Router {
+  const r = Router();
+  r.get('/metrics', async (_req, res) => {
+    const body = await metrics.registry.metrics();
+    res.setHeader('Content-Type', metrics.registry.contentType);
+    res.setHeader('Cache-Control', 'no-store');
+    res.send(body);
+  });
+  return r;
+}
