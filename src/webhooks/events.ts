@@ -19,6 +19,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
  */
 export interface EventOutbox {
   enqueue(tx: Queryable, event: EventType, data: Record<string, unknown>): Promise<void>;
+  /** The same for many events of one type in one statement (e.g. a sweep's batch). */
+  enqueueMany(tx: Queryable, event: EventType, data: Array<Record<string, unknown>>): Promise<void>;
   /** Called after the transaction that enqueued has committed. */
   wake(): void;
   /** The dispatcher registers here to be woken. */
@@ -33,6 +35,17 @@ export function createOutbox(): EventOutbox {
       await tx.query(
         `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
          SELECT gen_random_uuid(), w.id, $1, $2::jsonb FROM webhooks w WHERE w.active AND $1 = ANY (w.events)`,
+        [event, JSON.stringify(data)],
+      );
+    },
+    async enqueueMany(tx, event, data) {
+      if (data.length === 0) return;
+      await tx.query(
+        `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
+         SELECT gen_random_uuid(), w.id, $1, e.value
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n)
+         CROSS JOIN webhooks w WHERE w.active AND $1 = ANY (w.events)
+         ORDER BY e.n, w.id`,
         [event, JSON.stringify(data)],
       );
     },

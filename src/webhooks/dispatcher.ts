@@ -1,0 +1,156 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/db.ts';
+import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
+import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
+import type { EventOutbox } from './events.ts';
+import { type ClaimedDelivery, claimDueDeliveries, disableWebhook, insertAttempt, recordOutcome } from './queries.ts';
+import { type AttemptOutcome, postOnce } from './sender.ts';
+import { signDelivery } from './signing.ts';
+
+/** A background worker of the service: `stop` lets the current attempts finish. */
+export interface Worker {
+  stop(): Promise<void>;
+}
+
+export interface DispatcherOptions {
+  db: Db;
+  config: Pick<Config, 'NODE_ENV' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_BACKOFF_MS'>;
+  logger: Logger;
+  outbox: EventOutbox;
+  /** How often due deliveries are looked for when nothing woke us (other instances' events, retries after a restart). */
+  pollMs?: number;
+  /** Attempts in flight at once, so one slow receiver does not hold up the others. */
+  concurrency?: number;
+  lookup?: Lookup;
+}
+
+/**
+ * Starts the webhook dispatcher. It sends as soon as the outbox is woken after a commit, and
+ * also polls, so deliveries written by other instances or left pending by a restart go out.
+ * Every attempt is claimed atomically in the database (see claimDueDeliveries): several
+ * instances never make the same attempt twice.
+ */
+export function startDispatcher(options: DispatcherOptions): Worker {
+  const { db, config, logger, outbox } = options;
+  const pollMs = options.pollMs ?? 500;
+  const concurrency = options.concurrency ?? 16;
+  const lookup = options.lookup ?? systemLookup;
+  const policy = guardPolicy(config);
+  // The lease must outlast any attempt (bounded by the timeout) plus recording it.
+  const leaseMs = config.WEBHOOK_TIMEOUT_MS * 2 + 10_000;
+
+  let stopped = false;
+  let pumping = false;
+  let again = false;
+  const inFlight = new Set<Promise<void>>();
+  const retryTimers = new Set<NodeJS.Timeout>();
+
+  async function pump(): Promise<void> {
+    if (stopped) return;
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    try {
+      for (;;) {
+        again = false;
+        const free = concurrency - inFlight.size;
+        if (free <= 0 || stopped) break;
+        const claimed = await claimDueDeliveries(db, free, leaseMs);
+        for (const delivery of claimed) {
+          const running = attempt(delivery).finally(() => {
+            inFlight.delete(running);
+            void pump();
+          });
+          inFlight.add(running);
+        }
+        if (claimed.length < free && !again) break;
+      }
+    } catch (err) {
+      // The database may be briefly unavailable; the next wake or poll tries again.
+      if (!stopped) logger.warn({ err }, 'webhook dispatcher could not claim deliveries');
+    } finally {
+      pumping = false;
+    }
+  }
+
+  async function send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+    const started = performance.now();
+    const signed = signDelivery(delivery, delivery.secret);
+    try {
+      const url = parseWebhookUrl(delivery.url);
+      const target = await resolveTarget(url, policy, lookup);
+      return await postOnce(url, target, signed, config.WEBHOOK_TIMEOUT_MS);
+    } catch (err) {
+      const message = err instanceof UrlNotAllowedError ? `refused: ${err.message}` : `error: ${(err as Error).message}`;
+      return { ok: false, statusCode: null, error: message, durationMs: Math.round(performance.now() - started) };
+    }
+  }
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const outcome = await send(delivery);
+    const gone = outcome.statusCode === 410;
+    const retry = !outcome.ok && !gone && hasRetriesLeft(delivery.attempts);
+    const retryInMs = retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null;
+    const error = outcome.error ?? (outcome.ok ? null : `HTTP ${outcome.statusCode}`);
+    try {
+      await db.transaction(async (tx) => {
+        await insertAttempt(tx, {
+          deliveryId: delivery.id,
+          attempt: delivery.attempts,
+          statusCode: outcome.statusCode,
+          error,
+          durationMs: outcome.durationMs,
+        });
+        await recordOutcome(tx, {
+          id: delivery.id,
+          attempt: delivery.attempts,
+          status: outcome.ok ? 'succeeded' : retry ? 'pending' : 'failed',
+          statusCode: outcome.statusCode,
+          error,
+          retryInMs,
+        });
+        if (gone) await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
+      });
+    } catch (err) {
+      // Unrecorded, the lease runs out and the attempt is made again: at least once.
+      logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt');
+      return;
+    }
+    const log = { delivery: delivery.id, webhook: delivery.webhook_id, event: delivery.event, attempt: delivery.attempts };
+    if (outcome.ok) logger.debug({ ...log, status: outcome.statusCode, ms: outcome.durationMs }, 'webhook delivered');
+    else logger.warn({ ...log, status: outcome.statusCode, error, retryInMs }, gone ? 'webhook disabled by 410' : 'webhook attempt failed');
+    if (retryInMs !== null && !stopped) {
+      // Wake up exactly when the retry is due rather than at the next poll, so the
+      // configured backoff is what the receiver sees.
+      const timer = setTimeout(() => {
+        retryTimers.delete(timer);
+        void pump();
+      }, retryInMs + 5);
+      timer.unref();
+      retryTimers.add(timer);
+    }
+  }
+
+  const unsubscribe = outbox.onWake(() => void pump());
+  const poll = setInterval(() => void pump(), pollMs);
+  poll.unref();
+  void pump();
+
+  return {
+    async stop() {
+      stopped = true;
+      unsubscribe();
+      clearInterval(poll);
+      for (const t of retryTimers) clearTimeout(t);
+      retryTimers.clear();
+      // In-flight attempts finish and are recorded; nothing new is claimed.
+      while (inFlight.size > 0 || pumping) {
+        await Promise.allSettled([...inFlight]);
+        if (pumping) await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+  };
+}

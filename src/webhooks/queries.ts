@@ -1,0 +1,173 @@
+import type { Queryable } from '../db/db.ts';
+
+/** A webhook row; `secret` never leaves the service. */
+export interface WebhookRecord {
+  id: number;
+  url: string;
+  events: string[];
+  secret: string;
+  active: boolean;
+  disabled_reason: string | null;
+  created_by: number | null;
+  created_at: Date;
+}
+
+export async function insertWebhook(q: Queryable, w: { url: string; events: string[]; secret: string; createdBy: number | null }): Promise<WebhookRecord> {
+  const r = await q.query<WebhookRecord>(
+    'INSERT INTO webhooks (url, events, secret, created_by) VALUES ($1, $2, $3, $4) RETURNING *',
+    [w.url, w.events, w.secret, w.createdBy],
+  );
+  return r.rows[0];
+}
+
+export async function listWebhooks(q: Queryable): Promise<WebhookRecord[]> {
+  return (await q.query<WebhookRecord>('SELECT * FROM webhooks ORDER BY id')).rows;
+}
+
+export async function findWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
+  return (await q.query<WebhookRecord>('SELECT * FROM webhooks WHERE id = $1', [id])).rows[0] ?? null;
+}
+
+/** Deletes a webhook; its deliveries and attempts go with it (ON DELETE CASCADE). */
+export async function deleteWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
+  return (await q.query<WebhookRecord>('DELETE FROM webhooks WHERE id = $1 RETURNING *', [id])).rows[0] ?? null;
+}
+
+/** A delivery as claimed for one attempt, with what is needed to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  webhook_id: number;
+  event: string;
+  data: unknown;
+  /** Including the attempt being made now. */
+  attempts: number;
+  url: string;
+  secret: string;
+}
+
+/**
+ * Claims up to `limit` due deliveries for one attempt each, in one statement: FOR UPDATE
+ * SKIP LOCKED makes concurrent claimers (other instances) pass over rows being claimed, and
+ * the lease (`locked_until`) keeps a claimed row away from every claimer until this attempt
+ * has been recorded, or, if this process died mid-attempt, until the lease runs out.
+ * `attempts` is counted here, so an attempt that was made is counted even if we crash.
+ */
+export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const r = await q.query<ClaimedDelivery>(
+    `WITH due AS (
+       SELECT d.id FROM webhook_deliveries d
+       WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+         AND (d.locked_until IS NULL OR d.locked_until <= now())
+         AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.active)
+       ORDER BY d.next_attempt_at
+       LIMIT $1
+       FOR UPDATE OF d SKIP LOCKED
+     )
+     UPDATE webhook_deliveries d
+     SET locked_until = now() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
+     FROM due, webhooks w
+     WHERE d.id = due.id AND w.id = d.webhook_id
+     RETURNING d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret`,
+    [limit, leaseMs],
+  );
+  return r.rows;
+}
+
+/** Appends one attempt to the delivery log. */
+export async function insertAttempt(
+  q: Queryable,
+  a: { deliveryId: string; attempt: number; statusCode: number | null; error: string | null; durationMs: number },
+): Promise<void> {
+  await q.query(
+    'INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)',
+    [a.deliveryId, a.attempt, a.statusCode, a.error, a.durationMs],
+  );
+}
+
+/**
+ * Records the outcome of the attempt we hold the lease for. The `attempts = $2` condition
+ * makes a late writer (whose lease expired and whose row was claimed again) a no-op.
+ * `retryInMs` null: no further attempt (succeeded, or failed for good).
+ */
+export async function recordOutcome(
+  q: Queryable,
+  o: { id: string; attempt: number; status: 'pending' | 'succeeded' | 'failed'; statusCode: number | null; error: string | null; retryInMs: number | null },
+): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE webhook_deliveries SET
+       status = $3,
+       last_status_code = $4,
+       last_error = $5,
+       locked_until = NULL,
+       next_attempt_at = CASE WHEN $6::double precision IS NULL THEN next_attempt_at
+                              ELSE now() + make_interval(secs => $6::double precision / 1000) END,
+       completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END
+     WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
+    [o.id, o.attempt, o.status, o.statusCode, o.error, o.retryInMs],
+  );
+  return r.rowCount > 0;
+}
+
+/**
+ * A receiver answered 410 Gone: it asks us to stop. The webhook is disabled and its other
+ * pending deliveries are closed as failed, so nothing more is sent to it.
+ */
+export async function disableWebhook(q: Queryable, webhookId: number, reason: string): Promise<void> {
+  await q.query('UPDATE webhooks SET active = false, disabled_reason = $2 WHERE id = $1', [webhookId, reason]);
+  await q.query(
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, completed_at = now(), locked_until = NULL
+     WHERE webhook_id = $1 AND status = 'pending' AND (locked_until IS NULL OR locked_until <= now())`,
+    [webhookId, reason],
+  );
+}
+
+/** A delivery and its attempts, for GET /api/webhooks/:id/deliveries. */
+export interface DeliveryRow {
+  id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: Date;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+  attempt_log: Array<{ attempt: number; at: string; status_code: number | null; error: string | null; duration_ms: number }>;
+}
+
+export async function listDeliveries(q: Queryable, webhookId: number, limit: number): Promise<DeliveryRow[]> {
+  const r = await q.query<DeliveryRow>(
+    `SELECT d.id, d.event, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.completed_at,
+       COALESCE((SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'at', a.at, 'status_code', a.status_code,
+                                                     'error', a.error, 'duration_ms', a.duration_ms) ORDER BY a.id)
+                 FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::jsonb) AS attempt_log
+     FROM webhook_deliveries d WHERE d.webhook_id = $1
+     ORDER BY d.created_at DESC, d.id LIMIT $2`,
+    [webhookId, limit],
+  );
+  return r.rows;
+}
+
+/**
+ * Queues a finished delivery again (same id, so the receiver can still deduplicate) for a
+ * fresh round of attempts. Pending deliveries are left alone; the webhook must be active.
+ */
+export async function requeueDelivery(q: Queryable, webhookId: number, deliveryId: string): Promise<'requeued' | 'pending' | 'inactive' | 'not_found'> {
+  const r = await q.query<{ outcome: string }>(
+    `WITH target AS (
+       SELECT d.id, d.status, w.active FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.id = $2 AND d.webhook_id = $1
+     ), requeued AS (
+       UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
+         completed_at = NULL, last_error = NULL, last_status_code = NULL
+       FROM target t WHERE d.id = t.id AND d.status <> 'pending' AND t.active
+       RETURNING d.id
+     )
+     SELECT CASE WHEN EXISTS (SELECT 1 FROM requeued) THEN 'requeued'
+                 WHEN NOT EXISTS (SELECT 1 FROM target) THEN 'not_found'
+                 WHEN (SELECT NOT active FROM target) THEN 'inactive'
+                 ELSE 'pending' END AS outcome`,
+    [webhookId, deliveryId],
+  );
+  return r.rows[0].outcome as 'requeued' | 'pending' | 'inactive' | 'not_found';
+}

@@ -1,0 +1,70 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { ResolvedAddress } from './address-guard.ts';
+
+/** At most this much of a receiver's answer is read (and kept, for the delivery log). */
+export const RESPONSE_BODY_CAP = 4096;
+
+/** The outcome of one attempt. `ok` only for a 2xx answer. */
+export interface AttemptOutcome {
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * POSTs `body` to `url`, connecting to `target` (the address the SSRF guard checked) rather
+ * than resolving the name again; Host and TLS SNI still name the URL's host. Redirects are
+ * not followed (a 3xx is a failure); the whole attempt, connect to last byte, is bounded by
+ * `timeoutMs`; at most RESPONSE_BODY_CAP bytes of the answer are read.
+ */
+export function postOnce(
+  url: URL,
+  target: ResolvedAddress,
+  payload: { body: string; headers: Record<string, string> },
+  timeoutMs: number,
+): Promise<AttemptOutcome> {
+  const started = performance.now();
+  const pinned: LookupFunction = (_hostname, options, callback) => {
+    // Node asks for all addresses when it may race IPv4 and IPv6 (autoSelectFamily).
+    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [target]);
+    else callback(null, target.address, target.family);
+  };
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (statusCode: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      const ok = error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
+      resolve({ ok, statusCode, error, durationMs: Math.round(performance.now() - started) });
+    };
+    const transport = url.protocol === 'https:' ? https : http;
+    const req = transport.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...payload.headers, 'Content-Length': String(Buffer.byteLength(payload.body)) },
+        lookup: pinned,
+        agent: false,
+      },
+      (res) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          // The answer's content is irrelevant; reading more than the cap would let a
+          // receiver make us buffer without bound.
+          if (read >= RESPONSE_BODY_CAP) finish(res.statusCode ?? null, null);
+        });
+        res.on('end', () => finish(res.statusCode ?? null, null));
+        res.on('error', () => finish(res.statusCode ?? null, null));
+      },
+    );
+    const timer = setTimeout(() => finish(null, `timeout after ${timeoutMs} ms`), timeoutMs);
+    req.on('error', (err: NodeJS.ErrnoException) => finish(null, err.code ? `${err.code}: ${err.message}` : err.message));
+    req.end(payload.body);
+  });
+}
