@@ -1,14 +1,18 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
+import { authRoutes } from './auth/routes.ts';
 import type { Services } from './deps.ts';
+import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler } from './http/errors.ts';
 import type { RateLimiters } from './http/rate-limit.ts';
+import { sessionMiddleware } from './http/session.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
 import { ssoRoutes } from './sso/routes.ts';
+import { userRoutes } from './users/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 
@@ -30,11 +34,15 @@ export function createApp(deps: AppDeps): Express {
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
+  app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
+  app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
   for (const router of [
     healthRoutes({ db }),
     metricsRoutes(deps.deps.metrics),
-    ssoRoutes({ sso: deps.sso, clients: deps.clients, validationLimit: deps.limiters.validation }),
+    ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
+    authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
+    userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
   ]) {
     app.use(router);
   }

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import { createAuthService } from './auth/service.ts';
 import { createClientService } from './clients/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
@@ -27,6 +28,7 @@ export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox
     clients: createClientService(deps),
     users: createUserService(deps),
     sso: createSsoService(deps),
+    auth: createAuthService(deps),
   };
 }
 

@@ -1,10 +1,11 @@
 import { Router, type RequestHandler } from 'express';
 import { authenticateClient, authenticatedClient, requireAllowedIp } from '../clients/guards.ts';
+import type { AuthService } from '../auth/service.ts';
 import type { ClientService } from '../clients/service.ts';
 import { clientIp, normalizeIp } from '../http/client-ip.ts';
 import { noStore } from '../http/no-store.ts';
 import { input, validateBody } from '../http/validate.ts';
-import { issueTokenSchema, validateTokenSchema } from './schemas.ts';
+import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from './schemas.ts';
 import type { SsoService } from './service.ts';
 
 /** Marks the legacy route as superseded by /api/sso/validate. */
@@ -18,8 +19,8 @@ const legacyHeaders: RequestHandler = (_req, res, next) => {
  * Server-to-server SSO endpoints. `validationLimit` is the per-client rate limit of token
  * validation; it runs after client authentication so it is keyed by a proven client.
  */
-export function ssoRoutes(deps: { sso: SsoService; clients: ClientService; validationLimit: RequestHandler }): Router {
-  const { sso, clients, validationLimit } = deps;
+export function ssoRoutes(deps: { sso: SsoService; clients: ClientService; auth: AuthService; validationLimit: RequestHandler }): Router {
+  const { sso, clients, auth, validationLimit } = deps;
   const client = authenticateClient(clients);
   const r = Router();
 
@@ -42,8 +43,19 @@ export function ssoRoutes(deps: { sso: SsoService; clients: ClientService; valid
     }));
   };
 
+  /** A client system ends a user's sign-in there: that user's unused tokens for this client die. */
+  const logout: RequestHandler = async (req, res) => {
+    const body = input(res, logoutTokenSchema);
+    const caller = authenticatedClient(res);
+    const { invalidatedTokens } = await auth.logoutByClientToken(caller.client_id, body.token, {
+      ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null,
+    });
+    res.json({ success: true, invalidated_tokens: invalidatedTokens });
+  };
+
   r.post('/api/sso/token', noStore, validateBody(issueTokenSchema), client, requireAllowedIp, issue);
   r.post('/api/sso/validate', noStore, validateBody(validateTokenSchema), client, validationLimit, validate);
   r.post('/api/validate-token', noStore, legacyHeaders, validateBody(validateTokenSchema), client, requireAllowedIp, validationLimit, validate);
+  r.post('/api/sso/logout', noStore, validateBody(logoutTokenSchema), client, logout);
   return r;
 }

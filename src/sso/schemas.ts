@@ -17,3 +17,10 @@ export const validateTokenSchema = z.object({
   /** When given, must equal the token's ip_address claim. */
   ip_address: z.union([z.ipv4(), z.ipv6()]).optional(),
 });
+
+/** POST /api/sso/logout: a token this client received for the user who signs out (expired or used is fine). */
+export const logoutTokenSchema = z.object({
+  token: z.string().min(1).max(8192),
+  client_id: credential,
+  client_secret: credential,
+});

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import jwt from 'jsonwebtoken';
 import { writeAudit } from '../audit/writer.ts';
 import type { ClientRecord } from '../clients/queries.ts';
+import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { findUserByUsername, type UserRecord } from '../users/queries.ts';
@@ -177,4 +179,46 @@ export function buildRedirectUrl(callbackUrl: string, token: string, state?: str
   url.searchParams.set('token', token);
   if (state !== undefined) url.searchParams.set('state', state);
   return url.toString();
+}
+
+/**
+ * Invalidates a user's issued-but-unused SSO tokens (all of them, or only those for
+ * `clientId`), in one statement; returns how many. A logout makes them worthless before
+ * they expire.
+ */
+export async function invalidateUnusedTokens(q: Queryable, userId: number, clientId?: string): Promise<number> {
+  const r = await q.query(
+    `UPDATE sso_tokens SET invalidated_at = now()
+     WHERE user_id = $1 AND ($2::text IS NULL OR client_id = $2)
+       AND used_at IS NULL AND invalidated_at IS NULL AND expires_at > now()
+     RETURNING jti`,
+    [userId, clientId ?? null],
+  );
+  return r.rowCount;
+}
+
+/**
+ * The user an SSO token names, for a client system's logout call: the signature, issuer
+ * and audience must hold and the token must have been issued by us to this very client;
+ * expiry is not checked (a client logs a user out long after the token was consumed).
+ */
+export async function tokenUserForLogout(
+  q: Queryable,
+  deps: Pick<Deps, 'config' | 'signingKey'>,
+  clientId: string,
+  token: string,
+): Promise<number | null> {
+  let claims: Partial<SsoClaims>;
+  try {
+    const verified = jwt.verify(token, deps.signingKey, {
+      algorithms: ['HS256'], issuer: deps.config.ISSUER, audience: SSO_AUDIENCE, ignoreExpiration: true,
+    });
+    if (typeof verified !== 'object' || verified === null) return null;
+    claims = verified as Partial<SsoClaims>;
+  } catch {
+    return null;
+  }
+  if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== clientId) return null;
+  const r = await q.query<{ user_id: number }>('SELECT user_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [claims.jti, clientId]);
+  return r.rows[0]?.user_id ?? null;
 }

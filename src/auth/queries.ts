@@ -1,0 +1,140 @@
+import type { Queryable } from '../db/db.ts';
+import { USER_COLUMNS, type UserRecord } from '../users/queries.ts';
+
+/** A user with what a sign-in checks. */
+export interface LoginUser extends UserRecord {
+  password_hash: string;
+  totp_secret: string | null;
+  totp_last_step: string | number | null;
+}
+
+/** The user with this normalized username and their credentials, or null. */
+export async function findLoginUser(q: Queryable, username: string): Promise<LoginUser | null> {
+  const r = await q.query<LoginUser>(
+    `SELECT ${USER_COLUMNS}, password_hash, totp_secret, totp_last_step FROM users WHERE username = $1`,
+    [username],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** The lock of a login name while it lasts: when it ends and the whole minutes left (rounded up). */
+export async function activeLock(q: Queryable, login: string): Promise<{ locked_until: Date; remaining_minutes: number } | null> {
+  const r = await q.query<{ locked_until: Date; remaining_minutes: number }>(
+    `SELECT locked_until, CEIL(EXTRACT(EPOCH FROM (locked_until - now())) / 60)::int AS remaining_minutes
+     FROM login_attempts WHERE login = $1 AND locked_until > now()`,
+    [login],
+  );
+  const row = r.rows[0];
+  return row ? { locked_until: new Date(row.locked_until), remaining_minutes: Math.max(1, Number(row.remaining_minutes)) } : null;
+}
+
+/** What counting one failed sign-in did. */
+export type FailureOutcome =
+  | { counted: true; failedCount: number; lockedUntil: Date | null }
+  /** The name was already locked (by a concurrent attempt): nothing was counted. */
+  | { counted: false };
+
+/**
+ * Counts one failed sign-in of a login name in ONE statement, so concurrent attempts on
+ * any number of instances can never count past the threshold:
+ * - no row yet: insert count 1;
+ * - a lock that has run out: the counter starts again at 1 and the lock is lifted;
+ * - a lock still running: the row is left alone (attempts during a lock do not count and
+ *   do not extend it), and nothing is returned;
+ * - the count reaching `threshold`: the lock is set for `lockMinutes` from now.
+ * PostgreSQL re-checks the ON CONFLICT ... WHERE condition against the latest row version
+ * after waiting for a concurrent writer, which is what makes this race-free.
+ */
+export async function recordLoginFailure(
+  q: Queryable,
+  login: string,
+  threshold: number,
+  lockMinutes: number,
+): Promise<FailureOutcome> {
+  const r = await q.query<{ failed_count: number; locked_until: Date | null }>(
+    `INSERT INTO login_attempts AS a (login, failed_count, locked_until, updated_at)
+     VALUES ($1, 1, CASE WHEN 1 >= $2::int THEN now() + make_interval(mins => $3::int) END, now())
+     ON CONFLICT (login) DO UPDATE SET
+       failed_count = CASE WHEN a.locked_until IS NOT NULL THEN 1 ELSE a.failed_count + 1 END,
+       locked_until = CASE
+         WHEN (CASE WHEN a.locked_until IS NOT NULL THEN 1 ELSE a.failed_count + 1 END) >= $2::int
+           THEN now() + make_interval(mins => $3::int)
+         END,
+       updated_at = now()
+     WHERE a.locked_until IS NULL OR a.locked_until <= now()
+     RETURNING failed_count, locked_until`,
+    [login, threshold, lockMinutes],
+  );
+  const row = r.rows[0];
+  if (!row) return { counted: false };
+  return { counted: true, failedCount: Number(row.failed_count), lockedUntil: row.locked_until ? new Date(row.locked_until) : null };
+}
+
+/**
+ * A successful sign-in resets the counter, unless a concurrent failure locked the name in
+ * the meantime (a running lock is never lifted by a success that raced it).
+ */
+export async function resetLoginFailures(q: Queryable, login: string): Promise<void> {
+  await q.query('DELETE FROM login_attempts WHERE login = $1 AND (locked_until IS NULL OR locked_until <= now())', [login]);
+}
+
+/**
+ * Accepts TOTP time step `step` for a user once: it succeeds only when the step is later
+ * than the last one accepted, in one statement, so a code (or an older one) replayed,
+ * even concurrently, is refused.
+ */
+export async function claimTotpStep(q: Queryable, userId: number, step: number): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE users SET totp_last_step = $2 WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2) RETURNING id`,
+    [userId, step],
+  );
+  return r.rowCount > 0;
+}
+
+/** Marks one unused recovery code of a user used, in one statement; false when no such unused code. */
+export async function consumeRecoveryCode(q: Queryable, userId: number, codeHash: string): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE recovery_codes SET used_at = now() WHERE id = (
+       SELECT id FROM recovery_codes WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL LIMIT 1 FOR UPDATE
+     ) AND used_at IS NULL RETURNING id`,
+    [userId, codeHash],
+  );
+  return r.rowCount > 0;
+}
+
+/** Replaces a user's recovery codes with new ones (hashes only). */
+export async function replaceRecoveryCodes(q: Queryable, userId: number, codeHashes: string[]): Promise<void> {
+  await q.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
+  await q.query(
+    'INSERT INTO recovery_codes (user_id, code_hash) SELECT $1, unnest($2::text[])',
+    [userId, codeHashes],
+  );
+}
+
+/** Stores a new, not yet enabled TOTP secret (setup); refused (false) while two-factor is on. */
+export async function setPendingTotpSecret(q: Queryable, userId: number, secret: string): Promise<boolean> {
+  const r = await q.query(
+    'UPDATE users SET totp_secret = $2, totp_last_step = NULL, updated_at = now() WHERE id = $1 AND NOT totp_enabled RETURNING id',
+    [userId, secret],
+  );
+  return r.rowCount > 0;
+}
+
+/** Turns two-factor on or off; off also forgets the secret and the recovery codes. */
+export async function setTotpEnabled(q: Queryable, userId: number, enabled: boolean): Promise<void> {
+  if (enabled) {
+    await q.query('UPDATE users SET totp_enabled = true, updated_at = now() WHERE id = $1', [userId]);
+    return;
+  }
+  await q.query('UPDATE users SET totp_enabled = false, totp_secret = NULL, totp_last_step = NULL, updated_at = now() WHERE id = $1', [userId]);
+  await q.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
+}
+
+/** The TOTP state of a user. */
+export async function findTotpState(q: Queryable, userId: number): Promise<{ totp_enabled: boolean; totp_secret: string | null } | null> {
+  const r = await q.query<{ totp_enabled: boolean; totp_secret: string | null }>(
+    'SELECT totp_enabled, totp_secret FROM users WHERE id = $1',
+    [userId],
+  );
+  return r.rows[0] ?? null;
+}

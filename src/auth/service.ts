@@ -1,0 +1,216 @@
+import { writeAudit } from '../audit/writer.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import { invalidateUnusedTokens, tokenUserForLogout } from '../sso/service.ts';
+import { findUserById, type UserRecord } from '../users/queries.ts';
+import { normalizeUsername } from '../users/username.ts';
+import { signAccessToken, verifyAccessToken } from './access-token.ts';
+import { MAX_PASSWORD_BYTES, verifyPassword } from './passwords.ts';
+import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
+import { createTwoFactor } from './two-factor.ts';
+
+/** The client_system of events caused by signing in to this service itself. */
+export const OWN_SYSTEM = 'auth-service';
+
+/** Where a sign-in or sign-out came from, for the audit log. */
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client';
+
+/** A sign-in attempt as the routes hand it over. */
+export interface LoginInput {
+  login: string;
+  password: string;
+  totp?: string;
+  ipAddress: string;
+  userAgent: string | null;
+  via: AuthChannel;
+}
+
+/** Why a failed attempt failed (audit log and user.login_failed only; never told to the caller). */
+type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked';
+
+const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'Invalid login or password');
+
+function accountLocked(remainingMinutes: number): AppError {
+  return new AppError(423, 'account_locked', `Too many failed sign-ins; try again in ${remainingMinutes} minute(s)`, {
+    extra: { remaining_minutes: remainingMinutes },
+    headers: { 'Retry-After': String(remainingMinutes * 60) },
+  });
+}
+
+/** User sign-in and sign-out, API access tokens, two-factor enrollment. */
+export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox'>) {
+  const { db, config, signingKey, outbox } = deps;
+  const twoFactor = createTwoFactor(deps);
+
+  /** Counts a failed attempt (and maybe locks), audits it, emits the events; always throws. */
+  async function fail(login: string, user: LoginUser | null, reason: FailureReason, input: LoginInput): Promise<never> {
+    const outcome = await db.transaction(async (tx) => {
+      const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
+      await writeAudit(tx, {
+        action: 'user.login', outcome: 'failure', userId: user?.id ?? null, username: login.slice(0, 200),
+        ipAddress: input.ipAddress, userAgent: input.userAgent,
+        details: { via: input.via, reason, ...(counted.counted ? { failed_count: counted.failedCount } : { counted: false }) },
+      });
+      await outbox.enqueue(tx, 'user.login_failed', {
+        username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason,
+      });
+      if (counted.counted && counted.lockedUntil) {
+        await writeAudit(tx, {
+          action: 'user.locked', outcome: 'success', userId: user?.id ?? null, username: login.slice(0, 200),
+          ipAddress: input.ipAddress, userAgent: input.userAgent,
+          details: { via: input.via, locked_until: counted.lockedUntil.toISOString(), failed_count: counted.failedCount },
+        });
+        // user.locked describes an account; a name nobody has is locked just the same, but silently
+        if (user) {
+          await outbox.enqueue(tx, 'user.locked', {
+            user_id: user.id, email: user.email, ip_address: input.ipAddress, locked_until: counted.lockedUntil.toISOString(),
+          });
+        }
+      }
+      return counted;
+    });
+    outbox.wake();
+    if (!outcome.counted) {
+      // a concurrent attempt locked the name while this one was being checked
+      const lock = await activeLock(db, login);
+      if (lock) throw accountLocked(lock.remaining_minutes);
+    }
+    throw reason === 'invalid_totp' ? new AppError(401, 'invalid_totp', 'The two-factor code is invalid') : invalidCredentials();
+  }
+
+  /** An attempt while the name is locked: not counted, not checked, but audited. */
+  async function refuseLocked(login: string, remainingMinutes: number, input: LoginInput): Promise<never> {
+    const user = await findLoginUser(db, login);
+    await db.transaction(async (tx) => {
+      await writeAudit(tx, {
+        action: 'user.login', outcome: 'failure', userId: user?.id ?? null, username: login.slice(0, 200),
+        ipAddress: input.ipAddress, userAgent: input.userAgent, details: { via: input.via, reason: 'account_locked' },
+      });
+      await outbox.enqueue(tx, 'user.login_failed', {
+        username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason: 'account_locked',
+      });
+    });
+    outbox.wake();
+    throw accountLocked(remainingMinutes);
+  }
+
+  return {
+    twoFactor,
+
+    /**
+     * Checks a login name, password and (for two-factor users) a TOTP or recovery code.
+     * Throws 423 account_locked while the name is locked (nothing else is checked then),
+     * 401 invalid_credentials for any wrong name/password/inactive user (one message, one
+     * bcrypt compare either way), 401 totp_required when the password is right but the
+     * user's code is missing (not counted), 401 invalid_totp for a wrong code (counted).
+     * On success resets the counter, audits and emits user.login.
+     */
+    async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean }> {
+      const login = normalizeUsername(input.login);
+      const lock = await activeLock(db, login);
+      if (lock) return refuseLocked(login, lock.remaining_minutes, input);
+
+      const user = await findLoginUser(db, login);
+      // bcrypt reads 72 bytes: a longer password was never accepted when set, so it cannot be right
+      const tooLong = Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES;
+      const passwordOk = (await verifyPassword(input.password, user?.password_hash ?? null, config.BCRYPT_COST)) && !tooLong;
+      if (!user) return fail(login, null, 'unknown_user', input);
+      if (!passwordOk) return fail(login, user, 'invalid_password', input);
+      if (!user.active) return fail(login, user, 'user_inactive', input);
+
+      let twoFactorUsed = false;
+      if (user.totp_enabled) {
+        if (input.totp === undefined || input.totp.trim() === '') {
+          await writeAudit(db, {
+            action: 'user.login', outcome: 'failure', userId: user.id, username: login, ipAddress: input.ipAddress,
+            userAgent: input.userAgent, details: { via: input.via, reason: 'totp_required' },
+          });
+          throw new AppError(401, 'totp_required', 'A two-factor code is required');
+        }
+        const factor = await twoFactor.checkCode(db, user, input.totp);
+        if (!factor) return fail(login, user, 'invalid_totp', input);
+        twoFactorUsed = true;
+      }
+
+      await db.transaction(async (tx) => {
+        // a lock set by a concurrent failure in the meantime still wins
+        const raced = await activeLock(tx, login);
+        if (raced) throw accountLocked(raced.remaining_minutes);
+        await resetLoginFailures(tx, login);
+        await writeAudit(tx, {
+          action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
+          userAgent: input.userAgent, details: { via: input.via, two_factor: twoFactorUsed },
+        });
+        await outbox.enqueue(tx, 'user.login', {
+          user_id: user.id, email: user.email, ip_address: input.ipAddress, user_agent: input.userAgent ?? '',
+          client_system: OWN_SYSTEM, '2fa_used': twoFactorUsed,
+        });
+      });
+      outbox.wake();
+      const { password_hash: _h, totp_secret: _s, totp_last_step: _t, ...record } = user;
+      return { user: record, twoFactorUsed };
+    },
+
+    logoutUser,
+
+    /**
+     * A client system's logout (POST /api/sso/logout): `token` is one we issued to that
+     * client for the user (used or expired is fine); 401 invalid_token otherwise.
+     */
+    async logoutByClientToken(clientId: string, token: string, ctx: { ipAddress: string; userAgent: string | null }) {
+      const userId = await tokenUserForLogout(db, deps, clientId, token);
+      if (userId === null) throw new AppError(401, 'invalid_token', 'The token is invalid');
+      return logoutUser({ userId, clientId, ...ctx, via: 'client' });
+    },
+
+    /** An access token for this service's API (POST /api/login). */
+    issueAccessToken(user: Pick<UserRecord, 'id'>): { token: string; token_type: 'Bearer'; expires_in: number } {
+      const ttl = config.ACCESS_TOKEN_TTL_SECONDS;
+      return { token: signAccessToken(user.id, signingKey, { issuer: config.ISSUER, ttlSeconds: ttl }), token_type: 'Bearer', expires_in: ttl };
+    },
+
+    /** The active user an access token names, or null. */
+    async userFromAccessToken(token: string): Promise<UserRecord | null> {
+      const userId = verifyAccessToken(token, signingKey, config.ISSUER);
+      return userId === null ? null : activeUser(userId);
+    },
+
+    /** The user with this id if active, or null (a session of a deactivated user is worthless). */
+    activeUser,
+  };
+
+  /**
+   * Signs a user out: invalidates their unused SSO tokens (only those for `clientId` when
+   * a client system asks), audits, emits user.logout. Ending the browser session is the
+   * route's part (endSession).
+   */
+  async function logoutUser(args: { userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string }): Promise<{ invalidatedTokens: number }> {
+    const invalidated = await db.transaction(async (tx) => {
+      const user = await findUserById(tx, args.userId);
+      const count = await invalidateUnusedTokens(tx, args.userId, args.clientId);
+      await writeAudit(tx, {
+        action: 'user.logout', outcome: 'success', userId: args.userId, username: user?.username ?? null,
+        clientId: args.clientId ?? null, ipAddress: args.ipAddress, userAgent: args.userAgent,
+        details: { via: args.via, invalidated_tokens: count },
+      });
+      await outbox.enqueue(tx, 'user.logout', {
+        user_id: args.userId, email: user?.email ?? '', ip_address: args.ipAddress, client_system: args.clientId ?? OWN_SYSTEM,
+      });
+      return count;
+    });
+    outbox.wake();
+    return { invalidatedTokens: invalidated };
+  }
+
+  async function activeUser(userId: number): Promise<UserRecord | null> {
+    const user = await findUserById(db, userId);
+    return user?.active ? user : null;
+  }
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;
+
+/** The public view of a user (SPEC 4.4). */
+export function publicUser(user: UserRecord): { id: number; username: string; email: string; role: string; full_name: string } {
+  return { id: user.id, username: user.username, email: user.email, role: user.role, full_name: user.full_name };
+}

@@ -1,0 +1,91 @@
+import { writeAudit } from '../audit/writer.ts';
+import type { Queryable } from '../db/db.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import type { UserRecord } from '../users/queries.ts';
+import {
+  claimTotpStep, consumeRecoveryCode, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
+} from './queries.ts';
+import { enrollmentMaterial, hashRecoveryCode, looksLikeTotp, matchTotpStep, newRecoveryCodes, newTotpSecret } from './totp.ts';
+
+/** Who is changing their two-factor settings, for the audit log. */
+export interface TwoFactorContext {
+  ipAddress: string;
+  userAgent: string | null;
+}
+
+const invalidCode = () => new AppError(400, 'invalid_totp', 'The two-factor code is invalid');
+
+/** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
+export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
+  const { db, config, outbox } = deps;
+
+  /**
+   * Accepts a TOTP code (its time step claimed, so it works once) or an unused recovery
+   * code (marked used). Returns which one matched, or null. Each check is one atomic
+   * statement, so two concurrent uses of one code cannot both succeed.
+   */
+  async function checkCode(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<'totp' | 'recovery' | null> {
+    if (looksLikeTotp(code)) {
+      if (!user.totp_secret) return null;
+      const step = await matchTotpStep(user.totp_secret, code);
+      return step !== null && (await claimTotpStep(q, user.id, step)) ? 'totp' : null;
+    }
+    if (code.length > 64) return null;
+    return (await consumeRecoveryCode(q, user.id, hashRecoveryCode(code))) ? 'recovery' : null;
+  }
+
+  return {
+    checkCode,
+
+    /**
+     * Starts enrollment: a new secret (replacing any unconfirmed one), its otpauth:// URI
+     * and a QR code. Two-factor stays off until `enable` sees a valid code.
+     */
+    async startSetup(user: UserRecord, ctx: TwoFactorContext): Promise<{ secret: string; otpauth_uri: string; qr_svg: string }> {
+      const secret = newTotpSecret();
+      await db.transaction(async (tx) => {
+        if (!(await setPendingTotpSecret(tx, user.id, secret))) {
+          throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
+        }
+        await writeAudit(tx, { action: 'user.2fa_setup', outcome: 'success', userId: user.id, username: user.username, ...ctx });
+      });
+      return { secret, ...(await enrollmentMaterial(secret, user.username, config.ISSUER)) };
+    },
+
+    /**
+     * Turns two-factor on after one valid code from the new secret; returns ten recovery
+     * codes, shown this once (only their hashes are kept). Emits user.2fa_enabled.
+     */
+    async enable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
+      const codes = newRecoveryCodes();
+      await db.transaction(async (tx) => {
+        const state = await findTotpState(tx, user.id);
+        if (state?.totp_enabled) throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
+        if (!state?.totp_secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup');
+        if (!looksLikeTotp(code)) throw invalidCode();
+        const step = await matchTotpStep(state.totp_secret, code);
+        if (step === null || !(await claimTotpStep(tx, user.id, step))) throw invalidCode();
+        await setTotpEnabled(tx, user.id, true);
+        await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
+        await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
+        await outbox.enqueue(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
+      });
+      outbox.wake();
+      return { recovery_codes: codes };
+    },
+
+    /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */
+    async disable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<void> {
+      await db.transaction(async (tx) => {
+        const state = await findTotpState(tx, user.id);
+        if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
+        if (!(await checkCode(tx, { id: user.id, totp_secret: state.totp_secret }, code))) throw invalidCode();
+        await setTotpEnabled(tx, user.id, false);
+        await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
+      });
+    },
+  };
+}
+
+export type TwoFactor = ReturnType<typeof createTwoFactor>;

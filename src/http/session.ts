@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { RequestHandler } from 'express';
+import session, { Store, type SessionData } from 'express-session';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/db.ts';
+
+declare module 'express-session' {
+  interface SessionData {
+    /** The signed-in user (users.id). Set only by establishSession. */
+    userId: number;
+    /** Whether the sign-in that established this session passed a second factor. */
+    twoFactorUsed: boolean;
+  }
+}
+
+/** The session cookie's name. */
+export const SESSION_COOKIE = 'auth.sid';
+
+/** How often (at most) one process deletes expired sessions while writing one. */
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * express-session store on the `sessions` table, through the Db interface, so it works on
+ * PostgreSQL and on the embedded database and every instance sees every session.
+ */
+export class DbSessionStore extends Store {
+  private lastPrune = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly ttlSeconds: number,
+  ) {
+    super();
+  }
+
+  private expiry(sess: SessionData): Date {
+    const expires = sess.cookie?.expires;
+    return expires ? new Date(expires) : new Date(Date.now() + this.ttlSeconds * 1000);
+  }
+
+  override get(sid: string, callback: (err: unknown, session?: SessionData | null) => void): void {
+    this.db
+      .query<{ sess: SessionData | string }>('SELECT sess FROM sessions WHERE sid = $1 AND expire > now()', [sid])
+      .then((r) => {
+        const raw = r.rows[0]?.sess;
+        callback(null, raw === undefined ? null : typeof raw === 'string' ? JSON.parse(raw) : raw);
+      }, callback);
+  }
+
+  override set(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
+    this.db
+      .query(
+        `INSERT INTO sessions (sid, sess, expire) VALUES ($1, $2::jsonb, $3)
+         ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
+        [sid, JSON.stringify(sess), this.expiry(sess)],
+      )
+      .then(() => {
+        this.pruneSometimes();
+        callback?.();
+      }, (err) => callback?.(err));
+  }
+
+  override destroy(sid: string, callback?: (err?: unknown) => void): void {
+    this.db.query('DELETE FROM sessions WHERE sid = $1', [sid]).then(() => callback?.(), (err) => callback?.(err));
+  }
+
+  override touch(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
+    this.db
+      .query('UPDATE sessions SET expire = $2 WHERE sid = $1', [sid, this.expiry(sess)])
+      .then(() => callback?.(), (err) => callback?.(err));
+  }
+
+  /** Expired rows are never read (get filters them); delete them now and then so the table stays small. */
+  private pruneSometimes(): void {
+    if (Date.now() - this.lastPrune < PRUNE_INTERVAL_MS) return;
+    this.lastPrune = Date.now();
+    this.db.query('DELETE FROM sessions WHERE expire <= now()').catch(() => {});
+  }
+}
+
+/**
+ * The key that signs the session cookie: SESSION_SECRET when set (required in production);
+ * otherwise one generated once and kept in DATA_DIR, so sessions survive a restart of a
+ * development instance. Synchronous: it runs once while the app is built.
+ */
+export function loadSessionSecret(config: Pick<Config, 'SESSION_SECRET' | 'DATA_DIR'>): string {
+  if (config.SESSION_SECRET) return config.SESSION_SECRET;
+  const file = path.resolve(config.DATA_DIR, 'session.key');
+  const read = () => {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+  const existing = read();
+  if (existing.length >= 43) return existing;
+  mkdirSync(path.dirname(file), { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  try {
+    writeFileSync(file, secret, { flag: 'wx', mode: 0o600 });
+    return secret;
+  } catch {
+    return read(); // another instance wrote it first: use theirs
+  }
+}
+
+/**
+ * The session middleware: sessions in the database, cookie `auth.sid` HttpOnly, SameSite=Lax,
+ * Secure in production, lifetime SESSION_TTL_SECONDS. Nothing is stored (and no cookie set)
+ * until a sign-in puts something in the session.
+ */
+export function sessionMiddleware(
+  config: Pick<Config, 'SESSION_SECRET' | 'DATA_DIR' | 'SESSION_TTL_SECONDS' | 'NODE_ENV'>,
+  db: Db,
+): RequestHandler {
+  return session({
+    name: SESSION_COOKIE,
+    secret: loadSessionSecret(config),
+    store: new DbSessionStore(db, config.SESSION_TTL_SECONDS),
+    resave: false,
+    saveUninitialized: false,
+    unset: 'destroy',
+    cookie: {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: config.NODE_ENV === 'production',
+      maxAge: config.SESSION_TTL_SECONDS * 1000,
+      path: '/',
+    },
+  });
+}
