@@ -27,8 +27,13 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
-    await running.stop();
-    await db.close();
+    try {
+      await running.stop(); // in-flight requests answered, workers done with their current attempt
+      await db.close();
+    } catch (err) {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
     logger.info('stopped');
     process.exit(0);
   };

@@ -6,9 +6,13 @@ import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { createServices, type Services } from './deps.ts';
+import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { loadSigningKey } from './sso/keys.ts';
+
+/** How long stop() waits for in-flight requests before cutting their connections. */
+const SHUTDOWN_DRAIN_MS = 15_000;
 
 /** A running instance: its HTTP server, URL, services, and an orderly stop. */
 export interface RunningService {
@@ -34,6 +38,7 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
 
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  const closer = gracefulCloser(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => resolve());
@@ -45,11 +50,9 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     services,
     async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      await Promise.all(workers.map((w) => w.stop()));
+      // Stop accepting and drain in-flight requests while the workers finish their current
+      // attempt; both fit well inside the 25 s server.ts allows before it forces an exit.
+      await Promise.all([closer.close(SHUTDOWN_DRAIN_MS), ...workers.map((w) => w.stop())]);
       await limiters.close();
     },
   };

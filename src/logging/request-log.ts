@@ -75,7 +75,7 @@ export function requestLogger(logger: Logger): RequestHandler {
       if (QUIET_PATHS.has((req.url ?? '').split('?')[0])) return 'debug';
       return 'info';
     },
-    customSuccessMessage: (req, res) => `${req.method} ${res.statusCode}`,
+    customSuccessMessage: (req, res) => (res.writableEnded ? `${req.method} ${res.statusCode}` : `${req.method} aborted before the answer`),
     customErrorMessage: (req, res) => `${req.method} ${res.statusCode} failed`,
   });
   return middleware as unknown as RequestHandler;

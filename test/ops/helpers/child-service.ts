@@ -1,0 +1,81 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { loadConfig } from '../../../src/config.ts';
+import { createServices, type Services } from '../../../src/deps.ts';
+import { migrate } from '../../../src/db/migrate.ts';
+import { openDatabase } from '../../../src/db/open.ts';
+import { loadSigningKey } from '../../../src/sso/keys.ts';
+import { TEST_ENV } from '../../helpers/app.ts';
+import { createTestDatabase } from '../../helpers/db.ts';
+import { request } from '../../helpers/http.ts';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** The environment of a real server process on a fresh database: PostgreSQL in CI, else embedded. */
+export async function prepareServerEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-child-'));
+  const port = await freePort();
+  const env: Record<string, string> = { ...TEST_ENV, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  if (process.env.TEST_DATABASE_URL) {
+    const t = await createTestDatabase();
+    env.DATABASE_URL = t.url!;
+    return { env, drop: () => t.drop() };
+  }
+  return { env, drop: async () => {} };
+}
+
+/**
+ * Opens the database the server will use (before it runs: the embedded one allows a single
+ * process), migrates it and lets `seed` create data through the real services.
+ */
+export async function seed<T>(env: Record<string, string>, fn: (services: Services) => Promise<T>): Promise<T> {
+  const config = loadConfig(env);
+  const db = await openDatabase(config, { serve: false });
+  try {
+    await migrate(db);
+    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKey: await loadSigningKey(config) });
+    return await fn(services);
+  } finally {
+    await db.close();
+  }
+}
+
+/** `tsx src/server.ts` as a child process with its stdout collected. */
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the real entry point and waits until /healthz answers. */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${env.PORT}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited early: ${out}`);
+    const ok = await request(`${url}/healthz`).then((r) => r.status === 200, () => false);
+    if (ok) break;
+    if (i > 600) throw new Error(`server did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, url, output: () => out, exited };
+}

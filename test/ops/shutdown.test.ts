@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { request } from '../helpers/http.ts';
+import { prepareServerEnv, seed, startServerProcess, type ServerProcess } from './helpers/child-service.ts';
+import { parsePrometheus, sampleValue } from './helpers/prometheus.ts';
+
+/** A POST whose body is sent in two halves, so it is in flight for as long as we hold the second. */
+function slowPost(url: string, body: object, agent: http.Agent) {
+  const payload = Buffer.from(JSON.stringify(body));
+  const half = Math.floor(payload.length / 2);
+  const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(payload.length) } });
+  const response = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+  });
+  req.write(payload.subarray(0, half));
+  return { response, finish: () => req.end(payload.subarray(half)) };
+}
+
+/** Resolves once the port refuses connections: the server has stopped accepting. */
+async function waitUntilRefused(port: number) {
+  for (;;) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+    });
+    if (refused) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('graceful shutdown of the real server process', () => {
+  let prepared: Awaited<ReturnType<typeof prepareServerEnv>>;
+  let server: ServerProcess;
+  let creds: { client_id: string; client_secret: string };
+  let username: string;
+  before(async () => {
+    prepared = await prepareServerEnv();
+    ({ creds, username } = await seed(prepared.env, async (services) => {
+      const app = { services } as unknown as TestApp;
+      const client = await makeClient(app);
+      const user = await makeUser(app);
+      return { creds: { client_id: client.client_id, client_secret: client.client_secret }, username: user.username };
+    }));
+    server = await startServerProcess(prepared.env);
+  });
+  after(async () => {
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    await prepared.drop();
+  });
+
+  it('on SIGTERM under load answers every request it accepted, then exits 0', async () => {
+    const port = Number(prepared.env.PORT);
+    const body = { ...creds, username };
+
+    // Requests held in flight: headers and half the body sent, on keep-alive connections.
+    const agent = new http.Agent({ keepAlive: true });
+    const held = Array.from({ length: 4 }, () => slowPost(`${server.url}/api/sso/token`, body, agent));
+    for (;;) {
+      const m = parsePrometheus((await request(`${server.url}/metrics`)).text);
+      if (sampleValue(m, 'http_requests_in_flight') >= held.length + 1) break; // +1: this scrape
+      await new Promise((r) => setTimeout(r, 20));
+    }
+
+    // Background load: complete requests, each on a fresh connection, until the port refuses.
+    const answered: number[] = [];
+    const refusedOrReset: string[] = [];
+    let started = 0;
+    const loop = async () => {
+      for (;;) {
+        started++;
+        try {
+          answered.push((await request(`${server.url}/api/sso/token`, { body })).status);
+        } catch (err) {
+          refusedOrReset.push((err as NodeJS.ErrnoException).code ?? String(err));
+          return;
+        }
+      }
+    };
+    const loops = Array.from({ length: 6 }, loop);
+    while (answered.length < 30) await new Promise((r) => setTimeout(r, 10));
+
+    server.child.kill('SIGTERM');
+    await waitUntilRefused(port);
+    for (const h of held) h.finish();
+    const heldAnswers = await Promise.all(held.map((h) => h.response));
+    await Promise.all(loops);
+    const code = await server.exited;
+
+    for (const a of heldAnswers) {
+      assert.equal(a.status, 200, 'a request in flight at SIGTERM is answered');
+      assert.equal(typeof a.body.token, 'string');
+      assert.equal(a.headers.connection, 'close', 'the client is told not to reuse the connection');
+    }
+    assert.ok(answered.length >= 30);
+    assert.deepEqual([...new Set(answered)], [200], 'every answered request succeeded');
+    // A request the server never accepted fails to connect; none is cut off mid-answer.
+    for (const e of refusedOrReset) assert.ok(['ECONNREFUSED', 'ECONNRESET'].includes(e), e);
+    assert.equal(code, 0, server.output());
+
+    // The server's own account: every token request it started, it answered with 200.
+    const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const tokenLines = lines.filter((l) => l.req?.url === '/api/sso/token');
+    assert.equal(tokenLines.length, answered.length + held.length, 'the server answered exactly what the clients received');
+    assert.ok(tokenLines.every((l) => l.res?.statusCode === 200 && !/aborted/.test(l.msg)));
+    assert.ok(lines.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'));
+    assert.ok(lines.some((l) => l.msg === 'stopped'));
+    agent.destroy();
+    assert.ok(started >= answered.length);
+  });
+});
