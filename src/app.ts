@@ -13,6 +13,7 @@ import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
 import { ssoRoutes } from './sso/routes.ts';
 import { userRoutes } from './users/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps): Express {
     ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
     authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
+    webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
   ]) {
     app.use(router);
   }

@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
 import { createOutbox, type EventOutbox } from './webhooks/events.ts';
+import { createWebhookService } from './webhooks/service.ts';
 
 /** What every use case may need: plain values, no container. */
 export interface Deps {
@@ -28,6 +29,7 @@ export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox
     clients: createClientService(deps),
     users: createUserService(deps),
     sso: createSsoService(deps),
+    webhooks: createWebhookService(deps),
     auth: createAuthService(deps),
   };
 }

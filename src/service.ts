@@ -9,7 +9,9 @@ import { createServices, type Services } from './deps.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createMetrics } from './metrics/metrics.ts';
+import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKey } from './sso/keys.ts';
+import { startDispatcher } from './webhooks/dispatcher.ts';
 
 /** How long stop() waits for in-flight requests before cutting their connections. */
 const SHUTDOWN_DRAIN_MS = 15_000;
@@ -35,6 +37,10 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   const limiters = createRateLimiters(config, services.deps.metrics);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];
+  // Webhook delivery (woken after each commit, polling for other instances' and retried
+  // deliveries) and the token.expired sweep; stop() lets the current attempt finish.
+  workers.push(startDispatcher({ db, config, logger, outbox: services.deps.outbox }));
+  workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
 
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;

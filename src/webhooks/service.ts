@@ -1,0 +1,126 @@
+import { writeAudit } from '../audit/writer.ts';
+import type { Actor } from '../clients/service.ts';
+import type { Deps } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
+import type { EventType } from './events.ts';
+import { deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, requeueDelivery, type WebhookRecord } from './queries.ts';
+
+/** A webhook as administrators see it: never the secret. */
+export interface PublicWebhook {
+  id: number;
+  url: string;
+  events: string[];
+  active: boolean;
+  created_at: string;
+  disabled_reason?: string | null;
+}
+
+function toPublic(w: WebhookRecord, detailed = false): PublicWebhook {
+  const base = { id: w.id, url: w.url, events: w.events, active: w.active, created_at: new Date(w.created_at).toISOString() };
+  return detailed ? { ...base, disabled_reason: w.disabled_reason } : base;
+}
+
+const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
+
+function audit(actor: Actor) {
+  return { userId: actor.userId ?? null, username: actor.username ?? null, ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null };
+}
+
+/** Webhook registration and the delivery log (admin API). */
+export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'> & { lookup?: Lookup }) {
+  const { db, config, outbox } = deps;
+  const policy = guardPolicy(config);
+  const lookup = deps.lookup ?? systemLookup;
+
+  async function findOr404(id: number): Promise<WebhookRecord> {
+    const webhook = Number.isSafeInteger(id) ? await findWebhook(db, id) : null;
+    if (!webhook) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+    return webhook;
+  }
+
+  return {
+    /**
+     * Registers a webhook. In production the URL's host must resolve only to public
+     * addresses (checked again before every attempt, since DNS answers change).
+     */
+    async register(input: { url: string; events: EventType[]; secret: string }, actor: Actor): Promise<PublicWebhook> {
+      let url: URL;
+      try {
+        url = parseWebhookUrl(input.url.trim());
+        if (policy.blockPrivate) await resolveTarget(url, policy, lookup);
+      } catch (err) {
+        if (!(err instanceof UrlNotAllowedError)) throw err;
+        throw new AppError(400, err.reason === 'invalid_url' ? 'invalid_url' : 'url_not_allowed', err.message);
+      }
+      const events = [...new Set(input.events)];
+      const webhook = await db.transaction(async (tx) => {
+        const created = await insertWebhook(tx, { url: url.toString(), events, secret: input.secret, createdBy: actor.userId ?? null });
+        await writeAudit(tx, {
+          action: 'webhook.create', outcome: 'success', ...audit(actor),
+          details: { via: actor.via, webhook_id: created.id, url: created.url, events },
+        });
+        return created;
+      });
+      return toPublic(webhook);
+    },
+
+    async list(): Promise<PublicWebhook[]> {
+      return (await listWebhooks(db)).map((w) => toPublic(w, true));
+    },
+
+    /** Deletes a webhook with its pending and past deliveries. */
+    async remove(id: number, actor: Actor): Promise<void> {
+      await db.transaction(async (tx) => {
+        const deleted = Number.isSafeInteger(id) ? await deleteWebhook(tx, id) : null;
+        if (!deleted) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+        await writeAudit(tx, {
+          action: 'webhook.delete', outcome: 'success', ...audit(actor),
+          details: { via: actor.via, webhook_id: id, url: deleted.url },
+        });
+      });
+    },
+
+    /** The newest deliveries of a webhook with every attempt: status codes, errors, times. */
+    async deliveries(id: number, limit: number) {
+      await findOr404(id);
+      const rows = await listDeliveries(db, id, limit);
+      return rows.map((d) => ({
+        id: d.id,
+        event: d.event,
+        status: d.status,
+        attempts: d.attempts,
+        next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+        last_status_code: d.last_status_code,
+        last_error: d.last_error,
+        created_at: iso(d.created_at),
+        completed_at: iso(d.completed_at),
+        attempt_log: d.attempt_log.map((a) => ({ ...a, at: iso(a.at) })),
+      }));
+    },
+
+    /** Sends a finished delivery again, same delivery id, with a fresh round of attempts. */
+    async redeliver(id: number, deliveryId: string, actor: Actor): Promise<{ id: string; status: 'pending' }> {
+      await findOr404(id);
+      const outcome = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deliveryId)
+        ? await db.transaction(async (tx) => {
+          const result = await requeueDelivery(tx, id, deliveryId);
+          if (result === 'requeued') {
+            await writeAudit(tx, {
+              action: 'webhook.redeliver', outcome: 'success', ...audit(actor),
+              details: { via: actor.via, webhook_id: id, delivery_id: deliveryId },
+            });
+          }
+          return result;
+        })
+        : 'not_found';
+      if (outcome === 'not_found') throw new AppError(404, 'delivery_not_found', `No delivery ${deliveryId} for webhook ${id}`);
+      if (outcome === 'pending') throw new AppError(409, 'delivery_pending', 'The delivery is still being attempted');
+      if (outcome === 'inactive') throw new AppError(409, 'webhook_inactive', 'The webhook is disabled');
+      outbox.wake();
+      return { id: deliveryId, status: 'pending' };
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

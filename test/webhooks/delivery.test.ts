@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { adminHeaders, eventually, registerWebhook, sleep, startReceiver } from './receiver.ts';
+
+const SECRET = 'delivery-secret-0123456789';
+
+/** Registers a client (which emits client.registered) and returns its id. */
+async function triggerClientRegistered(app: TestApp): Promise<string> {
+  const { client } = await app.services.clients.createClient({ name: unique('Hook Client '), callbackUrl: 'https://c.example/cb' }, { via: 'cli' });
+  return client.client_id;
+}
+
+async function deliveryRow(app: TestApp, webhookId: number) {
+  const r = await app.db.query<{ id: string; status: string; attempts: number; last_status_code: number | null; last_error: string | null }>(
+    'SELECT id, status, attempts, last_status_code, last_error FROM webhook_deliveries WHERE webhook_id = $1', [webhookId]);
+  return r.rows;
+}
+
+describe('webhook delivery and retries', () => {
+  let app: TestApp;
+  let admin: Record<string, string>;
+  before(async () => {
+    app = await startTestApp({ WEBHOOK_BACKOFF_MS: '100', WEBHOOK_TIMEOUT_MS: '300' });
+    admin = await adminHeaders(app);
+  });
+  after(() => app.close());
+
+  it('sends within milliseconds of the commit, signed, with the documented headers', async () => {
+    const receiver = await startReceiver();
+    try {
+      await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      const started = performance.now();
+      const clientId = await triggerClientRegistered(app);
+      await receiver.waitFor(() => receiver.received.length === 1);
+      // Not the poll interval (500 ms): the commit woke the dispatcher.
+      assert.ok(receiver.received[0].at - started < 400, `took ${receiver.received[0].at - started} ms`);
+      const [r] = receiver.received;
+      assert.equal(r.headers['content-type'], 'application/json');
+      assert.equal(r.headers['x-auth-event'], 'client.registered');
+      assert.match(String(r.headers['x-auth-delivery']), /^[0-9a-f-]{36}$/);
+      assert.equal(r.headers['webhook-id'], r.headers['x-auth-delivery']);
+      const envelope = verifyWebhook(r.raw, r.headers, SECRET);
+      assert.deepEqual(Object.keys(envelope), ['event', 'timestamp', 'data']);
+      assert.equal(envelope.data.client_id, clientId);
+      assert.match(envelope.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a receiver that fails twice then answers 200 gets exactly 3 attempts, growing gaps, one delivery id', async () => {
+    const receiver = await startReceiver((_r, i) => (i < 2 ? 500 : 200));
+    try {
+      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      await receiver.waitFor(() => receiver.received.length === 3);
+      await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'succeeded');
+      await sleep(700); // longer than the next backoff step would be: nothing more arrives
+      assert.equal(receiver.received.length, 3);
+      const [a, b, c] = receiver.received;
+      const gap1 = b.at - a.at;
+      const gap2 = c.at - b.at;
+      assert.ok(gap1 >= 85, `first retry after the base backoff (${gap1} ms)`);
+      assert.ok(gap2 > gap1, `gaps grow (${gap1} ms, then ${gap2} ms)`);
+      assert.ok(gap2 >= 340, `second retry about 4x later (${gap2} ms)`);
+      assert.equal(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size, 1);
+      // each attempt is re-signed with its own timestamp, and every one verifies
+      assert.equal(new Set(receiver.received.map((r) => r.body.timestamp)).size, 3);
+      for (const r of receiver.received) verifyWebhook(r.raw, r.headers, SECRET);
+      const [row] = await deliveryRow(app, id);
+      assert.deepEqual({ status: row.status, attempts: row.attempts, code: row.last_status_code }, { status: 'succeeded', attempts: 3, code: 200 });
+      const attempts = await app.db.query<{ attempt: number; status_code: number }>(
+        'SELECT attempt, status_code FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id', [row.id]);
+      assert.deepEqual(attempts.rows.map((x) => [x.attempt, x.status_code]), [[1, 500], [2, 500], [3, 200]]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a receiver that always fails gets exactly 4 attempts, then the delivery is failed', async () => {
+    const receiver = await startReceiver(() => 502);
+    try {
+      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'failed', 15_000, 'the delivery to fail');
+      await sleep(700);
+      assert.equal(receiver.received.length, 4);
+      const [row] = await deliveryRow(app, id);
+      assert.deepEqual({ attempts: row.attempts, code: row.last_status_code, error: row.last_error }, { attempts: 4, code: 502, error: 'HTTP 502' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a 410 answer disables the webhook and stops its deliveries', async () => {
+    const receiver = await startReceiver(() => 410);
+    try {
+      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'failed');
+      const list = await app.http.get('/api/webhooks', { headers: admin });
+      const hook = list.body.find((w: { id: number }) => w.id === id);
+      assert.equal(hook.active, false);
+      assert.match(hook.disabled_reason, /410/);
+      await triggerClientRegistered(app);
+      await sleep(700);
+      assert.equal(receiver.received.length, 1, 'no retry and no new delivery to a disabled webhook');
+      assert.equal((await deliveryRow(app, id)).length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('treats a timeout, a redirect and a refused connection as failures; reads only a small part of a huge answer', async () => {
+    const hits = { slow: 0, redirect: 0, target: 0, huge: 0 };
+    const server = http.createServer((req, res) => {
+      req.resume();
+      if (req.url === '/slow') {
+        hits.slow++;
+        setTimeout(() => res.writeHead(200).end(), 2000).unref();
+      } else if (req.url === '/redirect') {
+        hits.redirect++;
+        res.writeHead(307, { location: '/target' }).end();
+      } else if (req.url === '/target') {
+        hits.target++;
+        res.writeHead(200).end();
+      } else if (req.url === '/huge') {
+        hits.huge++;
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        // an endless answer: the attempt must end anyway
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        const pump = () => { while (res.write(chunk)) { /* fill */ } };
+        res.on('drain', pump);
+        pump();
+      }
+    });
+    server.on('clientError', () => {});
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const refusedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/gone`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    try {
+      const slow = await registerWebhook(app, admin, { url: `${base}/slow`, events: ['client.registered'] });
+      const redirect = await registerWebhook(app, admin, { url: `${base}/redirect`, events: ['client.registered'] });
+      const huge = await registerWebhook(app, admin, { url: `${base}/huge`, events: ['client.registered'] });
+      const refused = await registerWebhook(app, admin, { url: refusedUrl, events: ['client.registered'] });
+      await triggerClientRegistered(app);
+      await eventually(async () => {
+        const rows = await app.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ANY($1) AND status = 'pending'`, [[slow, redirect, refused]]);
+        return rows.rows[0].n === 0;
+      }, 20_000, 'the failing deliveries to finish');
+      const [s] = await deliveryRow(app, slow);
+      assert.deepEqual([s.status, s.attempts], ['failed', 4]);
+      assert.match(String(s.last_error), /timeout after 300 ms/);
+      const [r] = await deliveryRow(app, redirect);
+      assert.deepEqual([r.status, r.attempts, r.last_status_code], ['failed', 4, 307]);
+      assert.equal(hits.target, 0, 'the redirect was never followed');
+      const [c] = await deliveryRow(app, refused);
+      assert.deepEqual([c.status, c.attempts, c.last_status_code], ['failed', 4, null]);
+      assert.match(String(c.last_error), /ECONNREFUSED/);
+      const [h] = await deliveryRow(app, huge);
+      assert.deepEqual([h.status, h.attempts, h.last_status_code], ['succeeded', 1, 200], 'a 2xx counts once its head arrives; the rest is not read');
+      assert.equal(hits.huge, 1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe('webhook deliveries across a restart', () => {
+  it('stopping the service between attempts and starting it again loses nothing', async () => {
+    const database = await createTestDatabase();
+    const env = { WEBHOOK_BACKOFF_MS: '400' };
+    let answer = 500;
+    const receiver = await startReceiver(() => answer);
+    let first: TestApp | undefined;
+    let second: TestApp | undefined;
+    try {
+      first = await startTestApp(env, { db: database.db });
+      const admin = await adminHeaders(first);
+      const id = await registerWebhook(first, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      // several events, each failed once and waiting for its retry when the instance stops
+      const clientIds: string[] = [];
+      for (let i = 0; i < 5; i++) clientIds.push(await triggerClientRegistered(first));
+      await receiver.waitFor(() => new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size === 5);
+      await first.stop();
+      first = undefined;
+      const seenWhileStopped = receiver.received.length;
+      await sleep(600); // past the retry time: nobody is running to send it
+      assert.equal(receiver.received.length, seenWhileStopped, 'a stopped instance sends nothing');
+      const pending = await deliveryRow({ db: database.db } as TestApp, id);
+      assert.equal(pending.length, 5);
+      assert.ok(pending.every((d) => d.status === 'pending'), 'all retries still pending in the database');
+
+      answer = 200;
+      second = await startTestApp(env, { db: database.db });
+      await eventually(async () => (await deliveryRow(second!, id)).every((d) => d.status === 'succeeded'), 10_000, 'all deliveries to succeed');
+      const delivered = new Map<string, string>();
+      for (const r of receiver.received) delivered.set(String(r.headers['x-auth-delivery']), r.body.data.client_id);
+      assert.deepEqual([...delivered.values()].sort(), [...clientIds].sort(), 'every event arrived, with its data');
+      const rows = await deliveryRow(second, id);
+      for (const d of rows) {
+        assert.equal(d.attempts, 2, 'one failed attempt before the restart, one success after');
+        const perDelivery = receiver.received.filter((r) => r.headers['x-auth-delivery'] === d.id);
+        assert.equal(perDelivery.length, 2);
+      }
+    } finally {
+      await first?.stop();
+      await second?.stop();
+      await receiver.close();
+      await database.drop();
+    }
+  });
+});
