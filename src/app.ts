@@ -4,18 +4,21 @@ import { authRoutes } from './auth/routes.ts';
 import type { Services } from './deps.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
-import { apiNotFound, errorHandler } from './http/errors.ts';
+import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import type { RateLimiters } from './http/rate-limit.ts';
 import { sessionMiddleware } from './http/session.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
+import { pageRoutes } from './pages/routes.ts';
+import { securityHeaders } from './pages/security.ts';
 import { ssoRoutes } from './sso/routes.ts';
 import { userRoutes } from './users/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
+export const PUBLIC_DIR = fileURLToPath(new URL('../public/', import.meta.url));
 
 /** Everything createApp needs: the wired services and the rate limiters. */
 export interface AppDeps extends Services {
@@ -32,6 +35,8 @@ export function createApp(deps: AppDeps): Express {
   app.set('views', VIEWS_DIR);
   app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
   app.use(httpMetrics(deps.deps.metrics));
+  app.use(securityHeaders({ production: config.NODE_ENV === 'production' })); // CSP without inline script, nosniff, no framing
+  app.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h' })); // before sessions: assets need none
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
@@ -45,11 +50,16 @@ export function createApp(deps: AppDeps): Express {
     authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
+    pageRoutes({
+      db, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
+      dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',
+    }),
   ]) {
     app.use(router);
   }
 
   app.use('/api', apiNotFound);
+  app.use(pageNotFound);
   app.use(errorHandler(logger));
   return app;
 }

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/open.ts';
+import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
 
@@ -19,6 +20,12 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, database: db.kind }, 'auth service listening');
+  // first start on the embedded database outside production: a demo to click through
+  const demo = await seedDemoOnFirstStart(running.services, config, running.url).catch((err: unknown) => {
+    logger.warn({ err }, 'demo seeding failed');
+    return null;
+  });
+  if (demo) console.log(demoBanner(demo));
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -38,8 +38,8 @@ function accountLocked(remainingMinutes: number): AppError {
 }
 
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */
-export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox'>) {
-  const { db, config, signingKey, outbox } = deps;
+export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
+  const { db, config, signingKey, outbox, metrics } = deps;
   const twoFactor = createTwoFactor(deps);
 
   /** Counts a failed attempt (and maybe locks), audits it, emits the events; always throws. */
@@ -70,6 +70,8 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       return counted;
     });
     outbox.wake();
+    metrics.loginFailures.inc({ reason });
+    if (outcome.counted && outcome.lockedUntil) metrics.lockouts.inc();
     if (!outcome.counted) {
       // a concurrent attempt locked the name while this one was being checked
       const lock = await activeLock(db, login);
@@ -91,6 +93,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       });
     });
     outbox.wake();
+    metrics.loginFailures.inc({ reason: 'account_locked' });
     throw accountLocked(remainingMinutes);
   }
 

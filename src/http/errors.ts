@@ -60,9 +60,34 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error');
       body = { error: 'internal_error', message: 'Internal server error', ...(requestId ? { request_id: String(requestId) } : {}) };
     }
+    if (wantsPage(req)) {
+      // a browser on a page route gets a page, not JSON; should rendering itself fail, JSON after all
+      const message = status >= 500 ? 'Something went wrong on our side. Please try again in a moment.' : String(body.message);
+      res.status(status).render('error', { status, title: PAGE_TITLES[status] ?? 'The request could not be completed', message, user: res.locals.user },
+        (renderErr: unknown, html: string) => (renderErr ? res.json(body) : res.send(html)));
+      return;
+    }
     res.status(status).json(body);
   };
 }
+
+const PAGE_TITLES: Record<number, string> = {
+  400: 'This link does not work',
+  403: 'Not allowed',
+  404: 'Page not found',
+  429: 'Too many requests',
+  500: 'Something went wrong',
+};
+
+/** Outside /api, a client that prefers HTML to JSON (a browser) is answered with an error page. */
+function wantsPage(req: Parameters<RequestHandler>[0]): boolean {
+  return !req.originalUrl.startsWith('/api') && req.accepts(['json', 'html']) === 'html';
+}
+
+/** The answer for any other path no router claimed (after every router and apiNotFound). */
+export const pageNotFound: RequestHandler = (_req, _res, next) => {
+  next(new AppError(404, 'not_found', 'There is no page at this address.'));
+};
 
 /** The answer for any /api path no router claimed. */
 export const apiNotFound: RequestHandler = (req, _res, next) => {

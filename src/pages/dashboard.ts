@@ -1,0 +1,101 @@
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { ClientService } from '../clients/service.ts';
+import type { Db } from '../db/db.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+import { input } from '../http/validate.ts';
+import type { SsoService } from '../sso/service.ts';
+import type { UserRecord } from '../users/queries.ts';
+import { findLink, linkClient, listDashboardSystems, unlinkClient } from './links.ts';
+import { sendToClient } from './login.ts';
+import { flashNext, renderPage } from './render.ts';
+import { clientFormSchema, linkFormSchema } from './schemas.ts';
+
+/**
+ * Pages for signed-in people: a browser session is required (a bearer token is an API
+ * credential, not a browser). Others are sent to the sign-in page, which comes back here.
+ */
+export const requirePageUser: RequestHandler = (req, res, next) => {
+  if (res.locals.user && res.locals.authMethod === 'session') return next();
+  const back = req.method === 'GET' && req.path !== '/dashboard' ? `?next=${encodeURIComponent(req.path)}` : '';
+  res.redirect(303, `/login${back}`);
+};
+
+function signedInUser(res: Response): UserRecord {
+  return res.locals.user as UserRecord;
+}
+
+function linkContext(req: Request) {
+  return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}
+
+/** The dashboard: client systems, links, and one-click sign-in. */
+export function dashboardHandlers(deps: { db: Db; clients: Pick<ClientService, 'findClient'>; sso: SsoService }) {
+  const { db, clients, sso } = deps;
+
+  const show: RequestHandler = async (req, res) => {
+    const user = signedInUser(res);
+    const systems = await listDashboardSystems(db, user.id);
+    renderPage(req, res, 'dashboard', {
+      nav: 'dashboard',
+      systems: systems.map((s) => ({ ...s, host: hostOf(s.callback_url) })),
+    }, {
+      // one-click sign-in ends in a redirect to a linked system's registered callback
+      formTargets: systems.filter((s) => s.external_username !== null).map((s) => s.callback_url),
+    });
+  };
+
+  const link: RequestHandler = async (req, res) => {
+    const user = signedInUser(res);
+    const form = input(res, linkFormSchema);
+    await linkClient(db, user, form.client_id, form.external_username, linkContext(req));
+    flashNext(req, { type: 'success', text: `Linked: you are ${form.external_username} there.` });
+    res.redirect(303, '/dashboard');
+  };
+
+  const unlink: RequestHandler = async (req, res) => {
+    const user = signedInUser(res);
+    const form = input(res, clientFormSchema);
+    const removed = await unlinkClient(db, user, form.client_id, linkContext(req));
+    flashNext(req, removed ? { type: 'success', text: 'The link was removed.' } : { type: 'info', text: 'That system was not linked.' });
+    res.redirect(303, '/dashboard');
+  };
+
+  /** A token whose `username` claim is the linked name, then the 303 to the registered callback. */
+  const signIn: RequestHandler = async (req, res) => {
+    const user = signedInUser(res);
+    const form = input(res, clientFormSchema);
+    const client = await clients.findClient(form.client_id);
+    const externalUsername = client?.active ? await findLink(db, user.id, client.client_id) : null;
+    if (!client || externalUsername === null) {
+      throw new AppError(404, 'link_not_found', 'Link that system first: it is not linked to your account or no longer active.');
+    }
+    await sendToClient(req, res, sso, client, user, {
+      twoFactorUsed: req.session.twoFactorUsed === true,
+      claimUsername: externalUsername,
+      flow: 'dashboard',
+    });
+  };
+
+  /**
+   * A refused dashboard form goes back to the dashboard with the reason; a stale or forged
+   * form (CSRF) gets the error page and changes nothing.
+   */
+  const failed: ErrorRequestHandler = (err, req, res, next) => {
+    if (!(err instanceof AppError) || err.status >= 500 || err.code === 'invalid_csrf_token' || !req.session) return next(err);
+    const details = err.extra.details as Array<{ message: string }> | undefined;
+    const text = err.code === 'validation_error' && details?.[0] ? details[0].message : err.message;
+    flashNext(req, { type: 'error', text });
+    res.redirect(303, '/dashboard');
+  };
+
+  return { show, link, unlink, signIn, failed };
+}

@@ -1,0 +1,167 @@
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { AuthService } from '../auth/service.ts';
+import { endSession, establishSession } from '../auth/session.ts';
+import type { ClientRecord } from '../clients/queries.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+import { input } from '../http/validate.ts';
+import { buildRedirectUrl, type SsoService } from '../sso/service.ts';
+import type { UserRecord } from '../users/queries.ts';
+import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
+import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
+import { type FlashMessage, renderPage } from './render.ts';
+import { loginFormSchema } from './schemas.ts';
+
+/** The messages of the sign-in page. One generic message for every wrong login or password. */
+const MESSAGES = {
+  invalidCredentials: 'The username or password is incorrect.',
+  invalidCode: 'That code is not valid. Check your authenticator app and try again.',
+  rateLimited: 'Too many sign-in attempts from your network. Please wait a minute and try again.',
+  expired: 'Your sign-in took too long. Please enter your username and password again.',
+  missingFields: 'Enter your username and password.',
+  missingCode: 'Enter the code from your authenticator app.',
+  locked: (minutes: number) =>
+    `Too many failed sign-in attempts. This account is locked; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+};
+
+function requestContext(req: Request) {
+  return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
+}
+
+/** Renders the sign-in page for `target` at one of its two steps. */
+function renderLogin(
+  req: Request,
+  res: Response,
+  target: LoginTarget,
+  view: { step: 'password' | 'totp'; login?: string; pendingKey?: string; status?: number; error?: string },
+): void {
+  const { action, hidden } = formOf(target);
+  const flash: FlashMessage[] = view.error ? [{ type: 'error', text: view.error }] : [];
+  renderPage(req, res, 'login', {
+    step: view.step,
+    client: target.kind === 'client' ? target.client : null,
+    action,
+    hidden: view.step === 'totp' ? { ...hidden, pending_key: view.pendingKey ?? '' } : hidden,
+    login: view.login ?? '',
+    restartUrl: restartUrl(target),
+    destination: destinationHost(target),
+  }, {
+    status: view.status,
+    flash,
+    formTargets: target.kind === 'client' ? [target.client.callback_url] : undefined,
+  });
+}
+
+/**
+ * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
+ * its registered callback (never a URL from the request); for this service, its own page.
+ */
+export async function sendToClient(
+  req: Request,
+  res: Response,
+  sso: Pick<SsoService, 'issueForUser'>,
+  client: ClientRecord,
+  user: UserRecord,
+  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string },
+): Promise<void> {
+  const { token } = await sso.issueForUser(client, user, {
+    ...requestContext(req),
+    flow: options.flow,
+    twoFactorUsed: options.twoFactorUsed,
+    claimUsername: options.claimUsername,
+  });
+  // the token is in the URL: no cache may keep this answer, no Referer may carry it on
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.redirect(303, buildRedirectUrl(client.callback_url, token, options.state));
+}
+
+/** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
+  const { auth, sso } = deps;
+
+  async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
+    if (target.kind === 'client') {
+      await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser' });
+    } else {
+      res.redirect(303, target.next);
+    }
+  }
+
+  /** The form, unless this browser is signed in already: then on at once (single sign-on). */
+  const show: RequestHandler = async (req, res) => {
+    const target = loginTarget(res);
+    const user = res.locals.authMethod === 'session' ? (res.locals.user as UserRecord | undefined) : undefined;
+    if (user) return continueSignedIn(req, res, target, user, req.session.twoFactorUsed === true);
+    renderLogin(req, res, target, { step: 'password' });
+  };
+
+  /** Step one checks login and password; step two the code, with the pending sign-in. */
+  const submit: RequestHandler = async (req, res) => {
+    const target = loginTarget(res);
+    const form = input(res, loginFormSchema);
+    const ctx = { ...requestContext(req), via: 'page' as const };
+    let result: { user: UserRecord; twoFactorUsed: boolean };
+    if (form.step === 'password') {
+      try {
+        result = await auth.login({ login: form.login, password: form.password, ...ctx });
+      } catch (err) {
+        if (!(err instanceof AppError && err.code === 'totp_required')) throw err;
+        const pendingKey = rememberPendingLogin(req, form.login, form.password, targetKey(target));
+        return renderLogin(req, res, target, { step: 'totp', pendingKey });
+      }
+    } else {
+      const pending = openPendingLogin(req, form.pending_key, targetKey(target));
+      if (!pending) {
+        forgetPendingLogin(req);
+        return renderLogin(req, res, target, { step: 'password', status: 400, error: MESSAGES.expired });
+      }
+      result = await auth.login({ login: pending.login, password: pending.password, totp: form.code, ...ctx });
+    }
+    await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed });
+    await continueSignedIn(req, res, target, result.user, result.twoFactorUsed);
+  };
+
+  /**
+   * Failures stay on the sign-in page with their status: 401 wrong credentials (one
+   * message), 423 locked (minutes left), 429 rate limited, 403 stale form, 400 empty fields;
+   * a wrong code keeps the second step. Anything else (an unknown client system) goes on to
+   * the error page.
+   */
+  const failed: ErrorRequestHandler = (err, req, res, next) => {
+    if (!(err instanceof AppError) || !hasLoginTarget(res)) return next(err);
+    const target = loginTarget(res);
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const pendingKey = typeof body.pending_key === 'string' ? body.pending_key : undefined;
+    const secondStep = body.step === 'totp' && pendingKey !== undefined && openPendingLogin(req, pendingKey, targetKey(target)) !== null;
+    const login = typeof body.login === 'string' ? body.login.slice(0, 200) : (req.session?.pendingLogin?.login ?? '');
+    for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+    const again = (error: string, keepSecondStep: boolean) => {
+      if (keepSecondStep && secondStep) return renderLogin(req, res, target, { step: 'totp', pendingKey, status: err.status, error });
+      forgetPendingLogin(req);
+      renderLogin(req, res, target, { step: 'password', login, status: err.status, error });
+    };
+    switch (err.code) {
+      case 'invalid_credentials': return again(MESSAGES.invalidCredentials, false);
+      case 'invalid_totp': return again(MESSAGES.invalidCode, true);
+      case 'account_locked': return again(MESSAGES.locked(Number(err.extra.remaining_minutes) || 1), false);
+      case 'rate_limited': return again(MESSAGES.rateLimited, true);
+      case 'invalid_csrf_token': return again(err.message, false);
+      case 'validation_error': return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);
+      default: return next(err);
+    }
+  };
+
+  /** Ends the session and invalidates the user's unused SSO tokens; always shows "signed out". */
+  const logout: RequestHandler = async (req, res) => {
+    const userId = req.session?.userId;
+    if (typeof userId === 'number') {
+      await auth.logoutUser({ userId, ...requestContext(req), via: 'page' });
+    }
+    await endSession(req);
+    res.locals.user = undefined;
+    renderPage(req, res, 'signed-out', {}, { csrf: false });
+  };
+
+  return { show, submit, failed, logout };
+}

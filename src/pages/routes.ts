@@ -1,0 +1,54 @@
+import express, { type RequestHandler, Router } from 'express';
+import type { AuthService } from '../auth/service.ts';
+import type { ClientService } from '../clients/service.ts';
+import type { Db } from '../db/db.ts';
+import { noStore } from '../http/no-store.ts';
+import { validateBody } from '../http/validate.ts';
+import type { SsoService } from '../sso/service.ts';
+import { requireCsrf } from './csrf.ts';
+import { dashboardHandlers, requirePageUser } from './dashboard.ts';
+import { demoCallback } from './demo.ts';
+import { loginHandlers } from './login.ts';
+import { clientTarget, serviceTarget } from './login-target.ts';
+import { clientFormSchema, linkFormSchema, loginFormSchema } from './schemas.ts';
+
+/** HTML forms post urlencoded bodies; small ones, flat fields only. */
+const formBody = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+
+/**
+ * The server-rendered pages: sign-in for client systems (/sso/login) and for this service
+ * (/login), sign-out, the user dashboard, and (outside production) the demo client's
+ * callback page. Every answer is no-store; every state-changing form is CSRF-checked.
+ * `loginLimit` is the per-IP limit shared with the API's login endpoints.
+ */
+export function pageRoutes(deps: {
+  db: Db;
+  auth: AuthService;
+  sso: SsoService;
+  clients: ClientService;
+  loginLimit: RequestHandler;
+  dataDir: string;
+  demo: boolean;
+}): Router {
+  const { loginLimit } = deps;
+  const login = loginHandlers(deps);
+  const dashboard = dashboardHandlers(deps);
+  const forClient = { query: clientTarget(deps.clients, 'query'), body: clientTarget(deps.clients, 'body') };
+  const r = Router();
+
+  r.get('/', (_req, res) => res.redirect(303, '/dashboard'));
+
+  r.get('/sso/login', noStore, forClient.query, login.show);
+  r.post('/sso/login', noStore, formBody, forClient.body, loginLimit, requireCsrf, validateBody(loginFormSchema), login.submit, login.failed);
+  r.get('/login', noStore, serviceTarget, login.show);
+  r.post('/login', noStore, formBody, serviceTarget, loginLimit, requireCsrf, validateBody(loginFormSchema), login.submit, login.failed);
+  r.get('/sso/logout', noStore, login.logout);
+
+  r.get('/dashboard', noStore, requirePageUser, dashboard.show);
+  r.post('/dashboard/link', noStore, formBody, requirePageUser, requireCsrf, validateBody(linkFormSchema), dashboard.link, dashboard.failed);
+  r.post('/dashboard/unlink', noStore, formBody, requirePageUser, requireCsrf, validateBody(clientFormSchema), dashboard.unlink, dashboard.failed);
+  r.post('/dashboard/sign-in', noStore, formBody, requirePageUser, requireCsrf, validateBody(clientFormSchema), dashboard.signIn, dashboard.failed);
+
+  if (deps.demo) r.get('/demo/callback', noStore, demoCallback({ dataDir: deps.dataDir }));
+  return r;
+}

@@ -1,0 +1,44 @@
+import { request, type HttpResponse } from '../helpers/http.ts';
+
+/**
+ * A browser-like HTTP client for page tests that need no real browser: keeps cookies,
+ * posts urlencoded forms, never follows redirects (tests look at each answer).
+ */
+export function formSession(baseUrl: string) {
+  const cookies = new Map<string, string>();
+  const remember = (res: HttpResponse) => {
+    const set = res.headers['set-cookie'] ?? [];
+    for (const line of set) {
+      const [pair] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') cookies.delete(name);
+      else cookies.set(name, value);
+    }
+    return res;
+  };
+  const headers = (extra: Record<string, string> = {}) => ({
+    accept: 'text/html,application/xhtml+xml',
+    ...(cookies.size ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
+    ...extra,
+  });
+  const url = (path: string) => (path.startsWith('http') ? path : baseUrl + path);
+  return {
+    cookies,
+    get: async (path: string, extra?: Record<string, string>) => remember(await request(url(path), { method: 'GET', headers: headers(extra) })),
+    post: async (path: string, fields: Record<string, string>, extra?: Record<string, string>) =>
+      remember(await request(url(path), {
+        method: 'POST',
+        headers: headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
+        body: new URLSearchParams(fields).toString(),
+      })),
+  };
+}
+
+/** The value of a hidden input in a rendered page (e.g. `_csrf`, `pending_key`). */
+export function hiddenField(html: string, name: string): string {
+  const match = html.match(new RegExp(`name="${name}" value="([^"]*)"`));
+  if (!match) throw new Error(`no hidden field ${name} in the page`);
+  return match[1].replace(/&#34;/g, '"').replace(/&amp;/g, '&');
+}
