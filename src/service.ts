@@ -39,7 +39,7 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   const workers: Array<{ stop(): Promise<void> }> = [];
   // Webhook delivery (woken after each commit, polling for other instances' and retried
   // deliveries) and the token.expired sweep; stop() lets the current attempt finish.
-  workers.push(startDispatcher({ db, config, logger, outbox: services.deps.outbox }));
+  workers.push(startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
   workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
 
   const server = http.createServer(app);

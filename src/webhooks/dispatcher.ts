@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { EventOutbox } from './events.ts';
 import { type ClaimedDelivery, claimDueDeliveries, disableWebhook, insertAttempt, recordOutcome } from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
@@ -23,6 +24,8 @@ export interface DispatcherOptions {
   /** Attempts in flight at once, so one slow receiver does not hold up the others. */
   concurrency?: number;
   lookup?: Lookup;
+  /** Counts attempts by outcome (succeeded, retry, failed) for /metrics. */
+  metrics?: Pick<Metrics, 'webhookDeliveries'>;
 }
 
 /**
@@ -119,6 +122,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt');
       return;
     }
+    options.metrics?.webhookDeliveries.inc({ outcome: outcome.ok ? 'succeeded' : retry ? 'retry' : 'failed' });
     const log = { delivery: delivery.id, webhook: delivery.webhook_id, event: delivery.event, attempt: delivery.attempts };
     if (outcome.ok) logger.debug({ ...log, status: outcome.statusCode, ms: outcome.durationMs }, 'webhook delivered');
     else logger.warn({ ...log, status: outcome.statusCode, error, retryInMs }, gone ? 'webhook disabled by 410' : 'webhook attempt failed');

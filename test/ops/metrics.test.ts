@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
+import { request } from '../helpers/http.ts';
 import { parsePrometheus, sampleValue } from './helpers/prometheus.ts';
 
 describe('GET /metrics', () => {
   let app: TestApp;
   before(async () => {
     // A low per-client validation limit, so a refusal is easy to cause; every test uses its own client.
-    app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '3' });
+    app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '3', WEBHOOK_BACKOFF_MS: '10' });
   });
   after(() => app.close());
 
@@ -84,5 +87,51 @@ describe('GET /metrics', () => {
     assert.ok(sampleValue(after, 'auth_db_pool_connections', { state: 'total' }) >= 1);
     assert.ok(after.some((s) => s.name === 'auth_db_pool_connections' && s.labels.state === 'waiting'));
     await app.db.query('DELETE FROM webhooks WHERE id = $1', [hook.rows[0].id]);
+  });
+
+  it('counts login failures by reason and lockouts', async () => {
+    const user = await makeUser(app);
+    const before = await scrape();
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: `wrong-${i}` })).status, 401);
+    }
+    assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status, 423);
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    assert.equal(delta('auth_login_failures_total', { reason: 'invalid_password' }), 5);
+    assert.equal(delta('auth_login_failures_total', { reason: 'account_locked' }), 1);
+    assert.equal(delta('auth_lockouts_total'), 1);
+  });
+
+  it('counts webhook delivery attempts by outcome', async () => {
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(req.url === '/ok' ? 200 : 500).end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const hooks: number[] = [];
+    try {
+      for (const path of ['/ok', '/fail']) {
+        const r = await app.db.query<{ id: number }>(
+          "INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['client.registered'], 'metrics-test-secret-0123') RETURNING id", [base + path]);
+        hooks.push(r.rows[0].id);
+      }
+      const before = await scrape();
+      await makeClient(app); // client.registered, to both receivers
+      const delta = (s: Awaited<ReturnType<typeof scrape>>, outcome: string) =>
+        sampleValue(s, 'auth_webhook_deliveries_total', { outcome }) - sampleValue(before, 'auth_webhook_deliveries_total', { outcome });
+      let after = before;
+      for (let i = 0; i < 500 && delta(after, 'failed') < 1; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        after = parsePrometheus((await request(`${app.url}/metrics`)).text);
+      }
+      assert.equal(delta(after, 'succeeded'), 1);
+      assert.equal(delta(after, 'retry'), 3, 'the failing receiver was retried three times');
+      assert.equal(delta(after, 'failed'), 1);
+    } finally {
+      await app.db.query('DELETE FROM webhooks WHERE id = ANY($1::int[])', [hooks]);
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 });
