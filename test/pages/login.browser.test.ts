@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import AxeBuilder from '@axe-core/playwright';
+import { generate } from 'otplib';
+import type { Browser, Page } from 'playwright-core';
+import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+import { browserMissing, launchBrowser, newContext, recordNavigation, saveScreenshot } from '../helpers/browser.ts';
+import { makeUser } from '../helpers/factories.ts';
+import { startTestClient, type TestClient } from './test-client.ts';
+
+/** Fills and submits the first step; returns the answer to the form post. */
+async function signIn(page: Page, login: string, password: string) {
+  await page.getByLabel('Username').fill(login);
+  await page.getByLabel('Password').fill(password);
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/sso/login'),
+    page.getByRole('button', { name: 'Sign in' }).click(),
+  ]);
+  return answer;
+}
+
+async function axeViolations(page: Page) {
+  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
+  let app: TestApp;
+  let browser: Browser;
+  let wiki: TestClient;
+  before(async () => {
+    app = await startTestApp();
+    browser = await launchBrowser();
+    wiki = await startTestClient(app, { name: 'Team Wiki' });
+  });
+  after(async () => {
+    await browser?.close();
+    await wiki?.close();
+    await app?.close();
+  });
+
+  it('signs in on the login page and lands at the client, whose token validation names the user once', async () => {
+    const user = await makeUser(app, { fullName: 'Ada Lovelace' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    const opened = await page.goto(wiki.loginUrl({ state: 'abc-123' }));
+    assert.equal(opened?.status(), 200);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /to continue to\s+Team Wiki/);
+    await saveScreenshot(page, 'login-desktop');
+
+    const answer = await signIn(page, user.username, user.password);
+    assert.equal(answer.status(), 303);
+    assert.equal(await answer.headerValue('referrer-policy'), 'no-referrer');
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
+
+    const visit = wiki.visits.at(-1)!;
+    assert.equal(visit.status, 200);
+    assert.deepEqual(visit.answer.user, { id: user.id, username: user.username, email: user.email });
+    assert.equal(visit.state, 'abc-123');
+    assert.equal(visit.query.app, 'test', 'the registered callback query is kept');
+    const again = await app.http.post('/api/sso/validate', { client_id: wiki.client_id, client_secret: wiki.client_secret, token: visit.token });
+    assert.equal(again.body.error, 'token_already_used', 'accepted once only');
+    await context.close();
+  });
+
+  it('sends a browser that already has a session straight to the client, without the form', async () => {
+    const user = await makeUser(app);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(wiki.loginUrl());
+    await signIn(page, user.username, user.password);
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+
+    const seen = recordNavigation(page);
+    const visitsBefore = wiki.visits.length;
+    await page.goto(wiki.loginUrl({ state: 'second' }));
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
+    const loginAnswers = seen.filter((s) => new URL(s.url).pathname === '/sso/login').map((s) => s.status);
+    assert.deepEqual(loginAnswers, [303], 'the login page answered only with a redirect');
+    assert.equal(wiki.visits.length, visitsBefore + 1);
+    assert.equal(wiki.visits.at(-1)!.state, 'second');
+    await context.close();
+  });
+
+  it('keeps failures on the page: wrong password 401, locked 423 with the minutes left', async () => {
+    const user = await makeUser(app);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(wiki.loginUrl());
+    const wrong = await signIn(page, user.username, 'not the password');
+    assert.equal(wrong.status(), 401);
+    assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
+    assert.equal(await page.getByLabel('Username').inputValue(), user.username);
+    assert.equal(await page.getByLabel('Password').inputValue(), '');
+    assert.ok(page.url().startsWith(app.url));
+    await saveScreenshot(page, 'login-wrong-password');
+
+    for (let i = 1; i < app.config.LOCKOUT_THRESHOLD; i++) {
+      await app.http.post('/api/auth/login', { login: user.username, password: `wrong-${i}` });
+    }
+    const locked = await signIn(page, user.username, user.password);
+    assert.equal(locked.status(), 423);
+    assert.match(await page.getByRole('alert').innerText(), /locked; try again in 30 minutes/);
+    await context.close();
+  });
+
+  it('asks a two-factor user for the code in a second step, refuses a wrong one, accepts the right one', async () => {
+    const user = await makeUser(app);
+    const record = (await app.services.auth.activeUser(user.id))!;
+    const ctx = { ipAddress: '127.0.0.1', userAgent: null };
+    const { secret } = await app.services.auth.twoFactor.startSetup(record, ctx);
+    await app.services.auth.twoFactor.enable(record, await generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 }), ctx);
+
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(wiki.loginUrl({ state: 'tf' }));
+    const step1 = await signIn(page, user.username, user.password);
+    assert.equal(step1.status(), 200);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Two-step verification');
+    assert.equal(await page.locator('input[type=password], input[name=password]').count(), 0, 'no password field, hidden or not');
+    assert.deepEqual(await axeViolations(page), []);
+    await saveScreenshot(page, 'login-two-factor');
+
+    const current = await generate({ secret });
+    const submitCode = async (code: string) => {
+      await page.getByLabel('Authentication code').fill(code);
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/sso/login'),
+        page.getByRole('button', { name: 'Verify and continue' }).click(),
+      ]);
+      return answer;
+    };
+    const wrong = await submitCode(current === '123456' ? '654321' : '123456');
+    assert.equal(wrong.status(), 401);
+    assert.match(await page.getByRole('alert').innerText(), /That code is not valid/);
+
+    const right = await submitCode(current);
+    assert.equal(right.status(), 303);
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
+    assert.equal(wiki.visits.at(-1)!.state, 'tf');
+    await context.close();
+  });
+
+  it('never leaves the service for an unknown client_id or an injected redirect target', async () => {
+    const user = await makeUser(app);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    const evil = `${wiki.origin}/evil`;
+    const unknown = await page.goto(`${app.url}/sso/login?client_id=${unique('nope')}&redirect_uri=${encodeURIComponent(evil)}`);
+    assert.equal(unknown?.status(), 400);
+    assert.ok(page.url().startsWith(`${app.url}/sso/login`));
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'This link does not work');
+    await saveScreenshot(page, 'login-unknown-client');
+
+    const injected = { redirect_uri: evil, redirect_url: evil, callback_url: evil, return_to: evil, next: evil };
+    await page.goto(wiki.loginUrl(injected));
+    await signIn(page, user.username, user.password);
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+    const landed = new URL(page.url());
+    assert.equal(landed.pathname, '/callback');
+    assert.deepEqual([...landed.searchParams.keys()].sort(), ['app', 'token']);
+    await context.close();
+  });
+
+  it('passes a basic accessibility check: labels, one heading, keyboard order, axe-core', async () => {
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(wiki.loginUrl());
+    assert.deepEqual(await axeViolations(page), []);
+    assert.equal(await page.getByRole('heading', { level: 1 }).count(), 1);
+    assert.equal(await page.getByLabel('Username').getAttribute('autocomplete'), 'username');
+    assert.equal(await page.getByLabel('Password').getAttribute('autocomplete'), 'current-password');
+
+    // keyboard: the username field has the focus on arrival; Tab walks username, password, button,
+    // and Shift+Tab back from the username reaches the skip link first
+    const focused = () => page.evaluate(() => {
+      const el = document.activeElement as HTMLElement | null;
+      return el?.id || el?.textContent?.trim() || el?.tagName || '';
+    });
+    const order = [await focused()];
+    for (let i = 0; i < 2; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused());
+    }
+    assert.deepEqual(order, ['login', 'password', 'Sign in']);
+    await page.getByLabel('Username').focus();
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await focused(), 'Skip to content');
+
+    const wrong = await signIn(page, unique('ghost'), 'whatever-it-is');
+    assert.equal(wrong.status(), 401);
+    assert.deepEqual(await axeViolations(page), [], 'the page with its error message too');
+    await context.close();
+  });
+
+  it('fits a phone screen (390 px) without sideways scrolling', async () => {
+    const context = await newContext(browser, { width: 390, height: 844, mobile: true });
+    const page = await context.newPage();
+    await page.goto(wiki.loginUrl());
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `page is ${width} px wide`);
+    const button = await page.getByRole('button', { name: 'Sign in' }).boundingBox();
+    assert.ok(button && button.height >= 40, 'a finger-sized button');
+    await saveScreenshot(page, 'login-phone');
+    await context.close();
+  });
+});
