@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, unique, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { request, type HttpResponse } from '../helpers/http.ts';
+
+const LIMITS = { RATE_LIMIT_LOGIN_PER_MIN: '10', RATE_LIMIT_VALIDATE_PER_MIN: '100', RATE_LIMIT_USER_PER_MIN: '5' };
+
+function assertRateLimited(r: HttpResponse): void {
+  assert.equal(r.status, 429, r.text);
+  assert.equal(r.body.error, 'rate_limited');
+  assert.equal(typeof r.body.message, 'string');
+  assert.ok(Number.isInteger(r.body.retry_after) && r.body.retry_after >= 1 && r.body.retry_after <= 60, `retry_after ${r.body.retry_after}`);
+  assert.equal(r.headers['retry-after'], String(r.body.retry_after));
+  assert.ok(r.headers.ratelimit, 'RateLimit header');
+  assert.ok(r.headers['ratelimit-policy'], 'RateLimit-Policy header');
+}
+
+describe('rate limits', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp(LIMITS);
+  });
+  after(() => app.close());
+
+  const loginFrom = (localAddress: string, body: Record<string, unknown>, headers: Record<string, string> = {}, path = '/api/auth/login') =>
+    request(app.url + path, { method: 'POST', body, localAddress, headers });
+
+  it('answers the 11th login in a minute from one IP with 429 and retry_after; another IP has its own counter', async () => {
+    const user = await makeUser(app);
+    for (let i = 0; i < 10; i++) {
+      // both login endpoints draw on the same per-IP budget
+      const path = i % 2 === 0 ? '/api/auth/login' : '/api/login';
+      // a different (unknown) name each time, so the lockout never answers first
+      const body = path === '/api/login' ? { username: unique('nobody'), password: 'wrong' } : { login: unique('nobody'), password: 'wrong' };
+      const r = await loginFrom('127.0.0.2', body, {}, path);
+      assert.equal(r.status, 401, `attempt ${i + 1}: ${r.text}`);
+      assert.ok(r.headers.ratelimit, 'RateLimit header on every answer');
+    }
+    assertRateLimited(await loginFrom('127.0.0.2', { login: user.username, password: user.password }));
+    assertRateLimited(await loginFrom('127.0.0.2', { username: user.username, password: user.password }, {}, '/api/login'));
+
+    const elsewhere = await loginFrom('127.0.0.3', { login: user.username, password: user.password });
+    assert.equal(elsewhere.status, 200, 'a second source address is counted separately');
+  });
+
+  it('is not escaped by a forged X-Forwarded-For while TRUST_PROXY is unset', async () => {
+    const user = await makeUser(app);
+    for (let i = 0; i < 10; i++) {
+      const r = await loginFrom('127.0.0.4', { login: unique('nobody'), password: 'wrong' }, { 'x-forwarded-for': `198.51.100.${i + 1}` });
+      assert.equal(r.status, 401);
+    }
+    assertRateLimited(await loginFrom('127.0.0.4', { login: user.username, password: user.password }, { 'x-forwarded-for': '198.51.100.200' }));
+  });
+
+  it('answers the 101st validation by one client in a minute with 429; another client is unaffected', async () => {
+    const client = await makeClient(app);
+    const other = await makeClient(app);
+    const validate = (c: { client_id: string; client_secret: string }) =>
+      app.http.post('/api/sso/validate', { client_id: c.client_id, client_secret: c.client_secret, token: 'not.a.token' });
+    for (let i = 0; i < 100; i++) {
+      const r = await validate(client);
+      assert.equal(r.status, 401, `validation ${i + 1}: ${r.text}`);
+    }
+    assertRateLimited(await validate(client));
+    assert.equal((await validate(other)).status, 401, 'the other client still reaches the validator');
+  });
+
+  it('limits user endpoints per signed-in user', async () => {
+    const [alice, bob] = [await makeUser(app), await makeUser(app)];
+    const tokenOf = async (u: { username: string; password: string }) =>
+      (await loginFrom('127.0.0.5', { username: u.username, password: u.password }, {}, '/api/login')).body.token as string;
+    const aliceToken = await tokenOf(alice);
+    const bobToken = await tokenOf(bob);
+    for (let i = 0; i < 5; i++) assert.equal((await app.http.get('/api/user', { headers: { authorization: `Bearer ${aliceToken}` } })).status, 200);
+    assertRateLimited(await app.http.get('/api/user', { headers: { authorization: `Bearer ${aliceToken}` } }));
+    assert.equal((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bobToken}` } })).status, 200, 'another user has their own budget');
+  });
+});
+
+describe('rate limits shared through Redis', { skip: !process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set' }, () => {
+  let first: TestApp;
+  let second: TestApp;
+  before(async () => {
+    const env = { ...LIMITS, REDIS_URL: process.env.TEST_REDIS_URL!, TRUST_PROXY: 'loopback' };
+    first = await startTestApp(env);
+    second = await startTestApp(env, { db: first.db });
+  });
+  after(async () => {
+    await second.stop();
+    await first.close();
+  });
+
+  it('counts validations of one client across two instances', async () => {
+    const client = await makeClient(first); // a fresh client_id: no other run shares its counter
+    const validate = (app: TestApp) =>
+      app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: 'not.a.token' });
+    for (let i = 0; i < 100; i++) assert.equal((await validate(i % 2 === 0 ? first : second)).status, 401, `validation ${i + 1}`);
+    assertRateLimited(await validate(first));
+    assertRateLimited(await validate(second));
+  });
+
+  it('counts logins of one IP across two instances', async () => {
+    // a random documentation-range IPv6 /56 through the trusted loopback proxy: a key no other run uses
+    const ip = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(1).toString('hex')}00::1`;
+    const login = (app: TestApp) => app.http.post('/api/auth/login', { login: unique('nobody'), password: 'wrong' }, { headers: { 'x-forwarded-for': ip } });
+    for (let i = 0; i < 10; i++) assert.equal((await login(i < 5 ? first : second)).status, 401, `attempt ${i + 1}`);
+    assertRateLimited(await login(first));
+    assertRateLimited(await login(second));
+  });
+});
