@@ -1,0 +1,144 @@
+/**
+ * A small typed client for client systems of the authentication service.
+ *
+ *   import { createSsoClient, verifyWebhook } from 'auth-service/client';
+ *   const sso = createSsoClient({ baseUrl: 'https://auth.example.com', clientId, clientSecret });
+ *   const { redirect_url } = await sso.issueToken('alice', { ipAddress: endUserIp });
+ *   const { user } = await sso.validateToken(tokenFromCallback, { ipAddress: endUserIp });
+ *
+ * Self-contained (global fetch and node:crypto only) so a client system can take this file and
+ * src/webhooks/verify.ts without the rest of the service. Every failure is an SsoError.
+ */
+export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
+
+/** How to reach the service and who we are. */
+export interface SsoClientOptions {
+  /** The service's root URL, e.g. https://auth.example.com (API paths are appended). */
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** A fetch implementation (default: the global fetch), e.g. one with a proxy or for tests. */
+  fetch?: typeof fetch;
+  /** Upper bound of one call, in milliseconds (default 10000). */
+  timeoutMs?: number;
+}
+
+/** POST /api/sso/token: a single-use token and the client's callback URL carrying it. */
+export interface IssuedToken {
+  token: string;
+  redirect_url: string;
+}
+
+/** The user a validated token names. */
+export interface SsoUser {
+  id: number;
+  username: string;
+  email: string;
+}
+
+/** POST /api/sso/validate: the token was accepted (and is now used up). */
+export interface ValidatedToken {
+  valid: true;
+  user: SsoUser;
+  /** Expiry of the token, UTC, `YYYY-MM-DD HH:MM:SS`. */
+  expires_at: string;
+}
+
+/** POST /api/sso/logout: the user's unused tokens for this client are invalidated. */
+export interface LogoutResult {
+  success: true;
+  invalidated_tokens: number;
+}
+
+/** Reasons the service gives for refusing a token at validation. */
+export const TOKEN_REJECTIONS = ['invalid_token', 'token_expired', 'token_already_used', 'token_revoked', 'ip_mismatch', 'user_inactive'] as const;
+export type TokenRejection = (typeof TOKEN_REJECTIONS)[number];
+
+/**
+ * A call that did not succeed. `status` is the HTTP status (0 when no answer arrived), `code`
+ * the service's stable error code (`invalid_client`, `user_not_found`, `token_already_used`,
+ * `rate_limited`, ...; `network_error`, `timeout` or `invalid_response` on the client side).
+ */
+export class SsoError extends Error {
+  readonly status: number;
+  readonly code: string;
+  /** Seconds to wait before trying again, on 429 answers. */
+  readonly retryAfter?: number;
+  /** The parsed error body, when there was one. */
+  readonly body?: unknown;
+
+  constructor(status: number, code: string, message: string, options: { retryAfter?: number; body?: unknown; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'SsoError';
+    this.status = status;
+    this.code = code;
+    this.retryAfter = options.retryAfter;
+    this.body = options.body;
+  }
+
+  /** True when the service refused the token itself (as opposed to our credentials, limits or the network). */
+  get isTokenRejection(): boolean {
+    return (TOKEN_REJECTIONS as readonly string[]).includes(this.code);
+  }
+}
+
+/** The client: one object per client system, safe to share between requests. */
+export interface SsoClient {
+  /** Issues a token for `username`, bound to the end user's IP when `ipAddress` is given (recommended). */
+  issueToken(username: string, options?: { ipAddress?: string }): Promise<IssuedToken>;
+  /** Validates and consumes a token; with `ipAddress`, it must be the IP the token is bound to. */
+  validateToken(token: string, options?: { ipAddress?: string }): Promise<ValidatedToken>;
+  /** Ends the sign-in of the user `token` was issued to: their unused tokens for this client die. */
+  logout(token: string): Promise<LogoutResult>;
+}
+
+/** Creates a client for the service at `options.baseUrl` with this client system's credentials. */
+export function createSsoClient(options: SsoClientOptions): SsoClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const credentials = { client_id: options.clientId, client_secret: options.clientSecret };
+
+  async function post<T>(path: string, body: Record<string, unknown>): Promise<T> {
+    let res: Response;
+    try {
+      res = await doFetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ ...credentials, ...body }),
+        redirect: 'error',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = (err as Error)?.name === 'TimeoutError';
+      throw new SsoError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `No answer within ${timeoutMs} ms` : `Could not reach ${base}`, { cause: err });
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const b = (parsed ?? {}) as { error?: unknown; message?: unknown; retry_after?: unknown };
+      const retryAfter = typeof b.retry_after === 'number' ? b.retry_after : Number(res.headers.get('retry-after')) || undefined;
+      throw new SsoError(
+        res.status,
+        typeof b.error === 'string' ? b.error : `http_${res.status}`,
+        typeof b.message === 'string' ? b.message : `The service answered ${res.status}`,
+        { retryAfter, body: parsed },
+      );
+    }
+    if (parsed === undefined || typeof parsed !== 'object') {
+      throw new SsoError(res.status, 'invalid_response', 'The service answered without a JSON body');
+    }
+    return parsed as T;
+  }
+
+  return {
+    issueToken: (username, o = {}) => post<IssuedToken>('/api/sso/token', { username, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
+    validateToken: (token, o = {}) => post<ValidatedToken>('/api/sso/validate', { token, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
+    logout: (token) => post<LogoutResult>('/api/sso/logout', { token }),
+  };
+}
