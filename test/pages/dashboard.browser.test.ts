@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser } from 'playwright-core';
+import { seedDemo } from '../../src/demo/seed.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { makeUser } from '../helpers/factories.ts';
+import { startTestClient, type TestClient } from './test-client.ts';
+
+function claimsOf(token: string | null): Record<string, unknown> {
+  return JSON.parse(Buffer.from(String(token).split('.')[1], 'base64url').toString());
+}
+
+describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () => {
+  let app: TestApp;
+  let browser: Browser;
+  let crm: TestClient;
+  let wiki: TestClient;
+  before(async () => {
+    app = await startTestApp();
+    browser = await launchBrowser();
+    crm = await startTestClient(app, { name: 'Customer CRM' });
+    wiki = await startTestClient(app, { name: 'Team Wiki' });
+  });
+  after(async () => {
+    await browser?.close();
+    await crm?.close();
+    await wiki?.close();
+    await app?.close();
+  });
+
+  it('signs in at /dashboard, links a system, signs in there with one click as the linked name, unlinks', async () => {
+    const user = await makeUser(app, { fullName: 'Grace Hopper' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${app.url}/dashboard`);
+    assert.equal(new URL(page.url()).pathname, '/login', 'signed-out visitors are sent to sign in');
+    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /your account dashboard/);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${app.url}/dashboard`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Welcome, Grace Hopper');
+
+    const card = page.locator(`li[data-client-id="${crm.client_id}"]`);
+    await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
+    await card.getByRole('button', { name: 'Link' }).click();
+    await page.waitForURL(`${app.url}/dashboard`);
+    assert.match(await page.getByRole('status').innerText(), /Linked: you are g\.hopper there/);
+    assert.equal(await card.locator('.system__username').textContent(), 'g.hopper');
+    assert.equal(await card.locator('.badge').textContent(), 'Linked');
+    const violations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
+    assert.deepEqual(violations.map((v) => `${v.id}: ${v.help}`), []);
+    await saveScreenshot(page, 'dashboard');
+    await page.setViewportSize({ width: 390, height: 844 });
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'no sideways scrolling on a phone');
+    await saveScreenshot(page, 'dashboard-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/dashboard/sign-in'),
+      card.getByRole('button', { name: 'Sign in to Customer CRM' }).click(),
+    ]);
+    assert.equal(answer.status(), 303);
+    assert.equal(await answer.headerValue('cache-control'), 'no-store');
+    await page.waitForURL(`${crm.origin}/callback?**`);
+    const visit = crm.visits.at(-1)!;
+    assert.equal(visit.status, 200, 'the client validated the token');
+    assert.equal(visit.answer.user.id, user.id);
+    assert.equal(claimsOf(visit.token).username, 'g.hopper', 'the username claim is the linked name');
+    assert.equal(claimsOf(visit.token).client_id, crm.client_id);
+
+    await page.goto(`${app.url}/dashboard`);
+    await card.getByRole('button', { name: 'Unlink Customer CRM' }).click();
+    await page.waitForURL(`${app.url}/dashboard`);
+    assert.equal(await card.locator('.badge').textContent(), 'Not linked');
+    assert.equal(await card.getByRole('button', { name: /Sign in to/ }).count(), 0);
+    const links = await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [user.id]);
+    assert.equal(links.rowCount, 0);
+    await context.close();
+  });
+
+  it('refuses one-click sign-in to a system that is not linked', async () => {
+    const user = await makeUser(app);
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(`${app.url}/login`);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${app.url}/dashboard`);
+    // a hand-made form for an unlinked system, with a valid CSRF token
+    const csrf = await page.locator('input[name=_csrf]').first().inputValue();
+    const answer = await page.request.post(`${app.url}/dashboard/sign-in`, { form: { _csrf: csrf, client_id: wiki.client_id }, maxRedirects: 0 });
+    assert.equal(answer.status(), 303);
+    assert.equal(answer.headers().location, '/dashboard');
+    await page.goto(`${app.url}/dashboard`);
+    assert.match(await page.getByRole('alert').innerText(), /Link that system first/);
+    await context.close();
+  });
+
+  it('walks a newcomer through the demo: sign in, land on /demo/callback, see the user the token names', async () => {
+    const demo = await seedDemo(app.services, { baseUrl: app.url, dataDir: app.config.DATA_DIR });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    await page.goto(demo.login_url);
+    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /Demo client system/);
+    await page.getByLabel('Username').fill(demo.username);
+    await page.getByLabel('Password').fill(demo.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${app.url}/demo/callback?**`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Signed in as demo');
+    assert.equal(await page.getByTestId('demo-username').textContent(), 'demo');
+    await saveScreenshot(page, 'demo-callback');
+
+    const reload = await page.reload();
+    assert.equal(reload?.status(), 401, 'the token is single-use');
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'The token was refused');
+    await context.close();
+  });
+});
