@@ -18,6 +18,15 @@ export function hashPassword(password: string, cost: number): Promise<string> {
 let dummyHash: Promise<string> | undefined;
 
 /**
+ * Computes the dummy hash ahead of the first unknown-user login, so that login does not
+ * take two bcrypt operations' time (which would mark the name as unknown).
+ */
+export function prepareDummyHash(cost: number): void {
+  dummyHash ??= bcrypt.hash('dummy password for timing', cost);
+  dummyHash.catch(() => {});
+}
+
+/**
  * Compares a password with a stored hash. With no hash (unknown user) it still spends one
  * bcrypt compare against a dummy hash of the same cost, so timing reveals nothing.
  */

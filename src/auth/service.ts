@@ -5,7 +5,7 @@ import { invalidateUnusedTokens, tokenUserForLogout } from '../sso/service.ts';
 import { findUserById, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { signAccessToken, verifyAccessToken } from './access-token.ts';
-import { MAX_PASSWORD_BYTES, verifyPassword } from './passwords.ts';
+import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { createTwoFactor } from './two-factor.ts';
 
@@ -41,6 +41,7 @@ function accountLocked(remainingMinutes: number): AppError {
 export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
   const { db, config, signingKey, outbox, metrics } = deps;
   const twoFactor = createTwoFactor(deps);
+  prepareDummyHash(config.BCRYPT_COST);
 
   /** Counts a failed attempt (and maybe locks), audits it, emits the events; always throws. */
   async function fail(login: string, user: LoginUser | null, reason: FailureReason, input: LoginInput): Promise<never> {

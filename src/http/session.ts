@@ -24,6 +24,8 @@ const PRUNE_INTERVAL_MS = 10 * 60_000;
 /**
  * express-session store on the `sessions` table, through the Db interface, so it works on
  * PostgreSQL and on the embedded database and every instance sees every session.
+ * No `touch`: sessions do not roll (the cookie keeps the expiry it got at sign-in), so the
+ * row's expiry never needs moving, and a signed-in request costs one read, no write.
  */
 export class DbSessionStore extends Store {
   private lastPrune = 0;
@@ -64,12 +66,6 @@ export class DbSessionStore extends Store {
 
   override destroy(sid: string, callback?: (err?: unknown) => void): void {
     this.db.query('DELETE FROM sessions WHERE sid = $1', [sid]).then(() => callback?.(), (err) => callback?.(err));
-  }
-
-  override touch(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
-    this.db
-      .query('UPDATE sessions SET expire = $2 WHERE sid = $1', [sid, this.expiry(sess)])
-      .then(() => callback?.(), (err) => callback?.(err));
   }
 
   /** Expired rows are never read (get filters them); delete them now and then so the table stays small. */
