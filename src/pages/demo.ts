@@ -38,15 +38,20 @@ export function demoCallback(deps: { dataDir: string }): RequestHandler {
       status = 400;
       result = { error: 'invalid_token', message: 'The callback URL carries no token' };
     } else {
-      const answer = await fetch(`${selfUrl(req)}/api/sso/validate`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'auth-service-demo-client' },
-        body: JSON.stringify({ token, ...credentials }),
-        signal: AbortSignal.timeout(5000),
-        redirect: 'error',
-      });
-      result = (await answer.json().catch(() => ({ error: 'invalid_response', message: 'The service did not answer JSON' }))) as Record<string, any>;
-      if (!answer.ok || result.valid !== true) status = 401;
+      try {
+        const answer = await fetch(`${selfUrl(req)}/api/sso/validate`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'user-agent': 'auth-service-demo-client' },
+          body: JSON.stringify({ token, ...credentials }),
+          signal: AbortSignal.timeout(5000),
+          redirect: 'error',
+        });
+        result = (await answer.json().catch(() => ({ error: 'invalid_response', message: 'The service did not answer JSON' }))) as Record<string, any>;
+        if (!answer.ok || result.valid !== true) status = 401;
+      } catch {
+        status = 502;
+        result = { error: 'service_unreachable', message: 'The demo client could not reach the service to validate the token' };
+      }
     }
     renderPage(req, res, 'demo-callback', { outcome: status === 200 ? 'valid' : 'invalid', result, state, loginUrl }, { status, csrf: false });
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import AxeBuilder from '@axe-core/playwright';
+import { AxeBuilder } from '@axe-core/playwright';
 import { generate } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
