@@ -21,5 +21,5 @@ export async function establishSession(req: Request, user: Pick<UserRecord, 'id'
 /** Ends the session of this request (if any): the row is deleted and the cookie cleared. */
 export async function endSession(req: Request): Promise<void> {
   if (req.session) await promisify((done) => req.session.destroy(done));
-  req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax' });
+  req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
 }
