@@ -29,13 +29,16 @@ export function launchBrowser(): Promise<Browser> {
 }
 
 /** A fresh browser profile (own cookies): one per simulated person. Desktop size unless told. */
-export function newContext(browser: Browser, options: { width?: number; height?: number; mobile?: boolean } = {}): Promise<BrowserContext> {
+export function newContext(
+  browser: Browser,
+  options: { width?: number; height?: number; mobile?: boolean; colorScheme?: 'light' | 'dark' } = {},
+): Promise<BrowserContext> {
   return browser.newContext({
     viewport: { width: options.width ?? 1280, height: options.height ?? 800 },
     deviceScaleFactor: 1,
     isMobile: options.mobile ?? false,
     hasTouch: options.mobile ?? false,
-    colorScheme: 'light',
+    colorScheme: options.colorScheme ?? 'light',
     locale: 'en-US',
   });
 }

@@ -197,14 +197,17 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     await context.close();
   });
 
-  it('fits a phone screen (390 px) without sideways scrolling', async () => {
-    const context = await newContext(browser, { width: 390, height: 844, mobile: true });
+  it('fits a phone screen (390 px) without sideways scrolling, and passes axe in the dark scheme there', async () => {
+    const context = await newContext(browser, { width: 390, height: 844, mobile: true, colorScheme: 'dark' });
     const page = await context.newPage();
     await page.goto(wiki.loginUrl());
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 390, `page is ${width} px wide`);
     const button = await page.getByRole('button', { name: 'Sign in' }).boundingBox();
     assert.ok(button && button.height >= 40, 'a finger-sized button');
+    assert.deepEqual(await axeViolations(page), []);
+    await saveScreenshot(page, 'login-phone-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
     await saveScreenshot(page, 'login-phone');
     await context.close();
   });
