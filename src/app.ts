@@ -11,6 +11,7 @@ import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
+import { openApiRoutes } from './openapi/routes.ts';
 import { pageRoutes } from './pages/routes.ts';
 import { securityHeaders } from './pages/security.ts';
 import { ssoRoutes } from './sso/routes.ts';
@@ -46,6 +47,7 @@ export function createApp(deps: AppDeps): Express {
   for (const router of [
     healthRoutes({ db }),
     metricsRoutes(deps.deps.metrics),
+    openApiRoutes(),
     ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
     authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),

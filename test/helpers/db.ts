@@ -30,7 +30,7 @@ export async function createTestDatabase(): Promise<{ db: Db; url?: string; drop
     db,
     url: url.toString(),
     async drop() {
-      await db.close();
+      await db.close().catch(() => {}); // a test may have closed it already
       const a = new pg.Client({ connectionString: adminUrl });
       await a.connect();
       await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
