@@ -1,3 +1,4 @@
+import os from 'node:os';
 import bcrypt from 'bcrypt';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
@@ -10,9 +11,32 @@ export function passwordProblem(password: string): string | null {
   return null;
 }
 
+/**
+ * How many bcrypt operations run at once. They run on the libuv thread pool (4 threads by
+ * default), which fs, dns.lookup and crypto share, and each takes a core for ~0.25 s at
+ * cost 12. More at once than there are cores only makes them compete with the event loop
+ * for CPU; filling the whole pool stalls every other pool user. So: at most one per core,
+ * and always one pool thread left free. Extra requests wait their turn here, in order.
+ */
+const BCRYPT_CONCURRENCY = Math.max(1, Math.min(os.availableParallelism(), Number(process.env.UV_THREADPOOL_SIZE ?? 4) - 1));
+let running = 0;
+const waiting: Array<() => void> = [];
+
+async function limited<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= BCRYPT_CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
+  else running++;
+  try {
+    return await work();
+  } finally {
+    const next = waiting.shift();
+    if (next) next(); // the slot passes straight to the next waiter
+    else running--;
+  }
+}
+
 /** bcrypt hash (async: runs on the libuv pool, not the event loop). */
 export function hashPassword(password: string, cost: number): Promise<string> {
-  return bcrypt.hash(password, cost);
+  return limited(() => bcrypt.hash(password, cost));
 }
 
 let dummyHash: Promise<string> | undefined;
@@ -33,8 +57,9 @@ export function prepareDummyHash(cost: number): void {
 export async function verifyPassword(password: string, hash: string | null, cost: number): Promise<boolean> {
   if (hash === null) {
     dummyHash ??= bcrypt.hash('dummy password for timing', cost);
-    await bcrypt.compare(password, await dummyHash);
+    const dummy = await dummyHash;
+    await limited(() => bcrypt.compare(password, dummy));
     return false;
   }
-  return bcrypt.compare(password, hash);
+  return limited(() => bcrypt.compare(password, hash));
 }
