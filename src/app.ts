@@ -41,14 +41,22 @@ export function createApp(deps: AppDeps): Express {
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
-  app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
-  app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
+  // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
+  // validation) never load a session or look for a signed-in user.
   for (const router of [
     healthRoutes({ db }),
     metricsRoutes(deps.deps.metrics),
     openApiRoutes(),
     ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
+  ]) {
+    app.use(router);
+  }
+
+  app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
+  app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
+
+  for (const router of [
     authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
