@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as jose from 'jose';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { auditRows, deliveries, sessionCookie, signIn, subscribe } from './support.ts';
@@ -208,6 +209,22 @@ describe('sign-out', () => {
     assert.deepEqual(events, [{ user_id: user.id, email: user.email, ip_address: '127.0.0.1', client_system: portal.client_id }]);
     const audit = (await auditRows(app, user.username)).filter((r) => r.action === 'user.logout');
     assert.equal(audit.length, 1);
+  });
+
+  it('POST /api/sso/logout accepts a token that has since expired', async () => {
+    const portal = await makeClient(app);
+    const user = await makeUser(app);
+    const consumed = await issue(portal, user.username);
+    assert.equal((await validate(portal, consumed)).status, 200);
+    const pending = await issue(portal, user.username);
+    // the same claims (same jti), expired an hour ago, signed with the service's key
+    const claims = jose.decodeJwt(consumed);
+    const key = new TextEncoder().encode(app.config.JWT_SECRET);
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new jose.SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(key);
+    const out = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token: expired });
+    assert.equal(out.status, 200, out.text);
+    assert.equal((await validate(portal, pending)).body.error, 'token_revoked');
   });
 
   it('POST /api/sso/logout refuses bad credentials, another client\'s token and an access token', async () => {
