@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import { OPERATIONS, type Operation } from './operations.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+const ACCESS_TEXT: Record<Operation['access'], string> = {
+  public: 'No authentication.',
+  client: 'Client credentials (`client_id`, `client_secret`) in the JSON body.',
+  'client+ip': 'Client credentials in the JSON body, and the caller\'s IP on the client\'s allow list (else 403 ip_not_allowed).',
+  user: 'A session cookie (`POST /api/auth/login`) or an access token (`POST /api/login`) as `Authorization: Bearer`.',
+  admin: 'As a user, with role `admin`.',
+  browser: 'A browser session; POST forms carry the CSRF token `_csrf`.',
+};
+const LIMIT_TEXT = {
+  login: 'Rate limit: login endpoints, per IP address (default 10/min).',
+  validation: 'Rate limit: token validation, per client system (default 100/min).',
+  user: 'Rate limit: user management, per user (default 50/min).',
+};
+
+/** JSON Schema (2020-12, which OpenAPI 3.1 uses) of what a zod schema accepts as input. */
+export function inputSchema(schema: z.ZodType): JsonSchema {
+  return strip(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', reused: 'inline' }) as JsonSchema);
+}
+
+/**
+ * JSON Schema of an answer. Schemas named with `.meta({id})` become components: their
+ * definitions move to `components` and the references point there.
+ */
+function outputSchema(schema: z.ZodType, components: Record<string, JsonSchema>): JsonSchema {
+  return hoistDefs(strip(z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', reused: 'inline' }) as JsonSchema), components) as JsonSchema;
+}
+
+function hoistDefs(node: unknown, components: Record<string, JsonSchema>): unknown {
+  if (Array.isArray(node)) return node.map((n) => hoistDefs(n, components));
+  if (node === null || typeof node !== 'object') return node;
+  const out: JsonSchema = {};
+  for (const [k, v] of Object.entries(node as JsonSchema)) {
+    if (k === '$defs') {
+      for (const [name, def] of Object.entries(v as Record<string, JsonSchema>)) components[name] ??= hoistDefs(strip(def), components) as JsonSchema;
+    } else if (k === '$ref' && typeof v === 'string') {
+      out[k] = v.replace(/^#\/\$defs\//, '#/components/schemas/');
+    } else {
+      out[k] = hoistDefs(v, components);
+    }
+  }
+  return out;
+}
+
+/** Drops the `$schema` marker and the `id` meta (the document names components itself). */
+function strip(schema: JsonSchema): JsonSchema {
+  const { $schema: _s, id: _i, ...rest } = schema;
+  return rest;
+}
+
+/** `/api/webhooks/:id` -> `/api/webhooks/{id}` */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+}
+
+function operationObject(op: Operation, components: Record<string, JsonSchema>): JsonSchema {
+  const parameters: JsonSchema[] = [...op.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({
+    name: m[1], in: 'path', required: true, schema: { type: 'string' },
+  }));
+  if (op.query) {
+    const q = inputSchema(op.query) as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema });
+    }
+  }
+  const description = [op.description, ACCESS_TEXT[op.access], op.limit && LIMIT_TEXT[op.limit]].filter(Boolean).join('\n\n');
+  const responses: Record<string, JsonSchema> = {};
+  for (const [status, r] of Object.entries(op.responses)) {
+    const content = r.schema
+      ? { 'application/json': { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
+      : r.mediaType ? { [r.mediaType]: {} } : undefined;
+    responses[status] = { description: r.description, ...(content ? { content } : {}) };
+  }
+  return {
+    tags: [op.tag],
+    summary: op.summary,
+    description,
+    operationId: op.path === '/' ? `${op.method}Root` : `${op.method}${op.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+    ...(parameters.length ? { parameters } : {}),
+    ...(op.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              [op.bodyType === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: {
+                schema: inputSchema(op.body),
+                ...(op.example !== undefined ? { example: op.example } : {}),
+              },
+            },
+          },
+        }
+      : {}),
+    ...(op.access === 'user' || op.access === 'admin' ? { security: [{ session: [] }, { bearer: [] }] } : {}),
+    responses,
+  };
+}
+
+/** The OpenAPI 3.1 document of every operation in the table, built from the request schemas. */
+export function buildOpenApiDocument(operations: Operation[] = OPERATIONS, info: { version?: string } = {}): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const schemas: Record<string, JsonSchema> = {};
+  for (const op of operations) {
+    (paths[openApiPath(op.path)] ??= {})[op.method] = operationObject(op, schemas);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Authentication service',
+      version: info.version ?? '0.1.0',
+      description: 'Single-use SSO tokens for client systems, user sign-in, webhooks. Every error is JSON `{error, message}` with a stable snake_case `error` code; every answer carries `X-Request-Id`.',
+    },
+    tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        session: { type: 'apiKey', in: 'cookie', name: 'auth.sid', description: 'Session cookie set by POST /api/auth/login or the sign-in pages' },
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from POST /api/login' },
+      },
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/**
+ * Schemas of the answers, for the API reference only (requests are validated with the
+ * capabilities' own schemas; answers are built by their code). The reference test checks
+ * every documented example against these.
+ */
+
+/** Every error: `{error, message}` plus, for some codes, extra fields. */
+export const errorBody = z.object({
+  error: z.string().describe('Stable snake_case code, e.g. invalid_client, validation_error, rate_limited'),
+  message: z.string().describe('For humans'),
+  details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('validation_error: one entry per problem'),
+  retry_after: z.number().int().optional().describe('rate_limited: seconds until a retry can succeed'),
+  remaining_minutes: z.number().int().optional().describe('account_locked: minutes until sign-in is possible again'),
+  request_id: z.string().optional().describe('internal_error: the X-Request-Id to quote when reporting'),
+}).meta({ id: 'Error' });
+
+export const tokenRefusal = z.object({
+  valid: z.literal(false),
+  error: z.enum(['invalid_token', 'token_expired', 'token_already_used', 'token_revoked', 'ip_mismatch', 'user_inactive']),
+  message: z.string(),
+}).meta({ id: 'TokenRefusal' });
+
+export const issuedToken = z.object({
+  token: z.string().describe('The signed JWT (HS256), single use, short-lived'),
+  redirect_url: z.string().describe("The client's callback URL with the token as query parameter `token`"),
+}).meta({ id: 'IssuedToken' });
+
+export const validatedToken = z.object({
+  valid: z.literal(true),
+  user: z.object({ id: z.number().int(), username: z.string(), email: z.string() }),
+  expires_at: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('UTC, YYYY-MM-DD HH:MM:SS'),
+}).meta({ id: 'ValidatedToken' });
+
+export const clientLogout = z.object({ success: z.literal(true), invalidated_tokens: z.number().int() });
+
+export const publicUser = z.object({
+  id: z.number().int(),
+  username: z.string(),
+  email: z.string(),
+  role: z.string(),
+  full_name: z.string(),
+}).meta({ id: 'User' });
+
+export const sessionLogin = z.object({ success: z.literal(true), user: publicUser });
+export const accessToken = z.object({
+  token: z.string().describe('Access token for this service\'s own API (Authorization: Bearer)'),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int().describe('Seconds'),
+  user: publicUser,
+});
+export const success = z.object({ success: z.literal(true) });
+
+export const totpSetup = z.object({
+  secret: z.string().describe('Base32 TOTP secret'),
+  otpauth_uri: z.string(),
+  qr_svg: z.string().describe('The otpauth URI as an SVG QR code'),
+});
+export const totpEnabled = z.object({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()).describe('Shown this once') });
+export const totpDisabled = z.object({ totp_enabled: z.literal(false) });
+
+export const webhook = z.object({
+  id: z.number().int(),
+  url: z.string(),
+  events: z.array(z.string()),
+  active: z.boolean(),
+  created_at: z.string().describe('ISO 8601 UTC'),
+  disabled_reason: z.string().nullable().optional(),
+}).meta({ id: 'Webhook' });
+
+export const webhookDelivery = z.object({
+  id: z.string(),
+  event: z.string(),
+  status: z.enum(['pending', 'succeeded', 'failed']),
+  attempts: z.number().int(),
+  next_attempt_at: z.string().nullable(),
+  last_status_code: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+  attempt_log: z.array(z.object({
+    attempt: z.number().int(), at: z.string(), status_code: z.number().int().nullable(), error: z.string().nullable(), duration_ms: z.number().int(),
+  })),
+});
+export const redelivery = z.object({ id: z.string(), status: z.literal('pending') });
+
+export const health = z.object({ status: z.literal('ok') });
+export const ready = z.object({ status: z.literal('ready'), database: z.enum(['postgres', 'embedded']) });
