@@ -2,6 +2,7 @@ import type { Services } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { toPublicClient } from '../clients/service.ts';
 import type { UserRecord } from '../users/queries.ts';
+import { demoBanner, seedDemo } from '../demo/seed.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -26,7 +27,7 @@ export const USAGE = `Usage: npm run admin -- <command> [--json]
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
   user set-active USERNAME true|false
   user unlock USERNAME
-  demo                       create the demo client and user (development)`;
+  demo [--base-url URL]      create (or refresh) the demo client and user; not in production`;
 
 function required(args: ParsedArgs, name: string): string {
   const v = args.options[name];
@@ -116,6 +117,13 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const username = rest[0] ?? usage('user unlock USERNAME');
       const r = await services.users.unlock(username, ACTOR);
       return { json: { username: r.username, locked: false }, text: `${r.username} is unlocked` };
+    }
+    case 'demo': {
+      const { config } = services.deps;
+      if (config.NODE_ENV === 'production') throw new AppError(400, 'demo_in_production', 'The demo is never created in production');
+      const baseUrl = typeof args.options['base-url'] === 'string' ? args.options['base-url'] : `http://127.0.0.1:${config.PORT}`;
+      const result = await seedDemo(services, { baseUrl, dataDir: config.DATA_DIR });
+      return { json: result, text: demoBanner(result) };
     }
     default:
       throw new AppError(400, 'usage', key ? `Unknown command: ${key}\n\n${USAGE}` : USAGE);

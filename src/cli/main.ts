@@ -32,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
       role: { type: 'string' },
       'full-name': { type: 'string' },
       inactive: { type: 'boolean' },
+      'base-url': { type: 'string' },
     },
   });
   if (values.help || positionals.length === 0) {

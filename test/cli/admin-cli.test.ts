@@ -146,3 +146,24 @@ async function assertHashedOnly(app: TestApp, clientId: string, secret: string) 
   assert.match(String(row.secret_hash), /^[0-9a-f]{64}$/);
   assert.equal(row.secret_last4, secret.slice(-4));
 }
+
+describe('admin demo command', () => {
+  it('creates the demo client and user on request, and never in production', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-demo-'));
+    const app = onPostgres ? await startTestApp() : undefined;
+    try {
+      const env = { DATABASE_URL: app?.databaseUrl ?? '', DATA_DIR: dataDir, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
+      const r = await runCli(['demo', '--base-url', 'http://127.0.0.1:4555', '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const demo = JSON.parse(r.stdout);
+      assert.equal(demo.client_id, 'demo');
+      assert.equal(demo.callback_url, 'http://127.0.0.1:4555/demo/callback');
+      assert.equal(typeof demo.password, 'string');
+      const prod = await runCli(['demo', '--json'], { ...env, NODE_ENV: 'production', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
+      assert.notEqual(prod.code, 0);
+      assert.match(prod.stderr, /never created in production/);
+    } finally {
+      await app?.close();
+    }
+  });
+});
