@@ -5,7 +5,7 @@ import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup,
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { EventOutbox } from './events.ts';
-import { type ClaimedDelivery, claimDueDeliveries, disableWebhook, insertAttempt, recordOutcome } from './queries.ts';
+import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts } from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
 import { signDelivery } from './signing.ts';
 
@@ -37,7 +37,7 @@ export interface DispatcherOptions {
 export function startDispatcher(options: DispatcherOptions): Worker {
   const { db, config, logger, outbox } = options;
   const pollMs = options.pollMs ?? 500;
-  const concurrency = options.concurrency ?? 16;
+  const concurrency = options.concurrency ?? 64;
   const lookup = options.lookup ?? systemLookup;
   const policy = guardPolicy(config);
   // The lease must outlast any attempt (bounded by the timeout) plus recording it.
@@ -47,6 +47,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   let pumping = false;
   let again = false;
   const inFlight = new Set<Promise<void>>();
+  // Under load many attempts finish while one write is under way: they are written together.
+  const recorder = batcher<AttemptRecord>((records) => recordAttempts(db, records));
   const retryTimers = new Set<NodeJS.Timeout>();
 
   async function pump(): Promise<void> {
@@ -98,25 +100,24 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     const retry = !outcome.ok && !gone && hasRetriesLeft(delivery.attempts);
     const retryInMs = retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null;
     const error = outcome.error ?? (outcome.ok ? null : `HTTP ${outcome.statusCode}`);
+    const record: AttemptRecord = {
+      id: delivery.id,
+      attempt: delivery.attempts,
+      status: outcome.ok ? 'succeeded' : retry ? 'pending' : 'failed',
+      statusCode: outcome.statusCode,
+      error,
+      retryInMs,
+      durationMs: outcome.durationMs,
+    };
     try {
-      await db.transaction(async (tx) => {
-        await insertAttempt(tx, {
-          deliveryId: delivery.id,
-          attempt: delivery.attempts,
-          statusCode: outcome.statusCode,
-          error,
-          durationMs: outcome.durationMs,
+      if (gone) {
+        await db.transaction(async (tx) => {
+          await recordAttempts(tx, [record]);
+          await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
         });
-        await recordOutcome(tx, {
-          id: delivery.id,
-          attempt: delivery.attempts,
-          status: outcome.ok ? 'succeeded' : retry ? 'pending' : 'failed',
-          statusCode: outcome.statusCode,
-          error,
-          retryInMs,
-        });
-        if (gone) await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
-      });
+      } else {
+        await recorder.add(record);
+      }
     } catch (err) {
       // Unrecorded, the lease runs out and the attempt is made again: at least once.
       logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt');
@@ -155,6 +156,37 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         await Promise.allSettled([...inFlight]);
         if (pumping) await new Promise((r) => setTimeout(r, 5));
       }
+    },
+  };
+}
+
+/**
+ * Collects items while a flush is running and flushes them together next: an item alone
+ * is written at once (no added latency), a crowd shares one round trip.
+ */
+function batcher<T>(flush: (items: T[]) => Promise<void>): { add(item: T): Promise<void> } {
+  let queue: Array<{ item: T; done: (err?: unknown) => void }> = [];
+  let flushing = false;
+  async function run() {
+    flushing = true;
+    while (queue.length > 0) {
+      const batch = queue;
+      queue = [];
+      try {
+        await flush(batch.map((b) => b.item));
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err ?? new Error('flush failed'));
+      }
+    }
+    flushing = false;
+  }
+  return {
+    add(item) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ item, done: (err) => (err === undefined ? resolve() : reject(err)) });
+        if (!flushing) void run();
+      });
     },
   };
 }

@@ -73,39 +73,45 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
   return r.rows;
 }
 
-/** Appends one attempt to the delivery log. */
-export async function insertAttempt(
-  q: Queryable,
-  a: { deliveryId: string; attempt: number; statusCode: number | null; error: string | null; durationMs: number },
-): Promise<void> {
-  await q.query(
-    'INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)',
-    [a.deliveryId, a.attempt, a.statusCode, a.error, a.durationMs],
-  );
+/** The outcome of one attempt, to be recorded. `retryInMs` null: no further attempt. */
+export interface AttemptRecord {
+  id: string;
+  attempt: number;
+  status: 'pending' | 'succeeded' | 'failed';
+  statusCode: number | null;
+  error: string | null;
+  retryInMs: number | null;
+  durationMs: number;
 }
 
 /**
- * Records the outcome of the attempt we hold the lease for. The `attempts = $2` condition
- * makes a late writer (whose lease expired and whose row was claimed again) a no-op.
- * `retryInMs` null: no further attempt (succeeded, or failed for good).
+ * Records attempts, any number in one statement (so under load the dispatcher needs one
+ * round trip for a whole batch): each goes into the attempt log, and its outcome onto the
+ * delivery we hold the lease for. The `attempts = attempt` condition makes a late writer
+ * (whose lease expired and whose row was claimed again) leave the delivery alone.
  */
-export async function recordOutcome(
-  q: Queryable,
-  o: { id: string; attempt: number; status: 'pending' | 'succeeded' | 'failed'; statusCode: number | null; error: string | null; retryInMs: number | null },
-): Promise<boolean> {
-  const r = await q.query(
-    `UPDATE webhook_deliveries SET
-       status = $3,
-       last_status_code = $4,
-       last_error = $5,
+export async function recordAttempts(q: Queryable, records: AttemptRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await q.query(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb)
+         AS x(id uuid, attempt int, status text, "statusCode" int, error text, "retryInMs" double precision, "durationMs" int)
+     ), logged AS (
+       INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms)
+       SELECT id, attempt, "statusCode", error, "durationMs" FROM input
+     )
+     UPDATE webhook_deliveries d SET
+       status = i.status,
+       last_status_code = i."statusCode",
+       last_error = i.error,
        locked_until = NULL,
-       next_attempt_at = CASE WHEN $6::double precision IS NULL THEN next_attempt_at
-                              ELSE now() + make_interval(secs => $6::double precision / 1000) END,
-       completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE now() END
-     WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
-    [o.id, o.attempt, o.status, o.statusCode, o.error, o.retryInMs],
+       next_attempt_at = CASE WHEN i."retryInMs" IS NULL THEN d.next_attempt_at
+                              ELSE now() + make_interval(secs => i."retryInMs" / 1000) END,
+       completed_at = CASE WHEN i.status = 'pending' THEN NULL ELSE now() END
+     FROM input i
+     WHERE d.id = i.id AND d.attempts = i.attempt AND d.status = 'pending'`,
+    [JSON.stringify(records)],
   );
-  return r.rowCount > 0;
 }
 
 /**

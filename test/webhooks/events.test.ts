@@ -34,7 +34,7 @@ describe('each of the seven events arrives, signed, with its documented data', (
     const matching = receiver.of(event).filter((r) => where(r.body.data));
     assert.equal(matching.length, 1, `exactly one ${event}`);
     const [r] = matching;
-    const envelope = verifyWebhook(r.raw, r.headers, SECRET);
+    const envelope = verifyWebhook<Record<string, any>>(r.raw, r.headers, SECRET);
     assert.equal(r.headers['x-auth-event'], event);
     assert.equal(envelope.event, event);
     return envelope.data;
