@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import type { TestApp } from '../helpers/app.ts';
@@ -119,5 +120,49 @@ describe('graceful shutdown of the real server process', () => {
     assert.ok(lines.some((l) => l.msg === 'stopped'));
     agent.destroy();
     assert.ok(started >= answered.length);
+  });
+
+  it('on SIGTERM lets a webhook attempt in progress finish and records it before exiting', async () => {
+    // A receiver that holds the delivery until the test lets it answer.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let arrived!: () => void;
+    const delivery = new Promise<void>((resolve) => (arrived = resolve));
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      arrived();
+      void released.then(() => res.writeHead(200).end('ok'));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+    const env = (await prepareServerEnv());
+    try {
+      const seeded = await seed(env.env, async (services) => {
+        const app = { services } as unknown as TestApp;
+        const client = await makeClient(app);
+        const user = await makeUser(app);
+        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-01')", [hookUrl]);
+        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
+      });
+      const child = await startServerProcess(env.env);
+      assert.equal((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status, 200);
+      await delivery; // the dispatcher's attempt is now waiting for the receiver
+
+      child.child.kill('SIGTERM');
+      await waitUntilRefused(Number(env.env.PORT));
+      assert.equal(child.child.exitCode, null, 'the process waits for the attempt');
+      release();
+      assert.equal(await child.exited, 0, child.output());
+
+      const recorded = await seed(env.env, async (services) =>
+        (await services.deps.db.query<{ status: string; attempts: number; last_status_code: number }>(
+          "SELECT status, attempts, last_status_code FROM webhook_deliveries WHERE event = 'user.login'")).rows);
+      assert.deepEqual(recorded, [{ status: 'succeeded', attempts: 1, last_status_code: 200 }]);
+    } finally {
+      release();
+      await new Promise((resolve) => receiver.close(resolve));
+      await env.drop();
+    }
   });
 });
