@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
+import { adminApiRoutes } from './admin/api-routes.ts';
+import { adminPanelRoutes } from './admin/panel-routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import type { Services } from './deps.ts';
 import { authenticateUser } from './http/auth-guards.ts';
@@ -60,6 +62,8 @@ export function createApp(deps: AppDeps): Express {
     authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
+    adminApiRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, userLimit: deps.limiters.user }),
+    adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, userLimit: deps.limiters.user }),
     pageRoutes({
       db, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
       dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',

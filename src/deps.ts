@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import { createUserAdmin } from './admin/users.ts';
 import { createAuthService } from './auth/service.ts';
 import { createClientService } from './clients/service.ts';
 import type { Config } from './config.ts';
@@ -24,10 +25,12 @@ export interface Deps {
 /** Wires queries into services; one object per capability. */
 export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox?: EventOutbox; metrics?: Metrics }) {
   const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox(), metrics: base.metrics ?? createMetrics({ db: base.db }) };
+  const users = createUserService(deps);
   return {
     deps,
     clients: createClientService(deps),
-    users: createUserService(deps),
+    users,
+    userAdmin: createUserAdmin({ db: deps.db, users }),
     sso: createSsoService(deps),
     webhooks: createWebhookService(deps),
     auth: createAuthService(deps),

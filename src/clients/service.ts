@@ -133,7 +133,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox'>) {
         const updated = await updateClient(tx, clientId, changes);
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
         const changed = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-        await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { via: actor.via, changed } });
+        await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { ...actorAudit(actor).details, changed } });
         return updated;
       });
     },

@@ -1,0 +1,18 @@
+import type { Request, Response } from 'express';
+import type { Actor } from '../clients/service.ts';
+import { currentUser } from '../http/auth-guards.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+
+/** The signed-in administrator making a change, for the audit log. */
+export function actorOf(req: Request, res: Response, via: 'admin_api' | 'admin_panel'): Actor {
+  const user = currentUser(res);
+  return { userId: user.id, username: user.username, ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via };
+}
+
+/** The numeric `:id` route parameter; anything else is 400 invalid_id. */
+export function idParam(req: Request): number {
+  const raw = String(req.params.id);
+  if (!/^\d{1,9}$/.test(raw)) throw new AppError(400, 'invalid_id', 'The id must be a positive integer');
+  return Number(raw);
+}

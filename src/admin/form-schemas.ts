@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/** HTML forms send strings; checkboxes are present ("on") or absent. */
+const text = (max: number) => z.string().max(max);
+const checkbox = z.string().max(10).optional();
+
+/** Register or edit a client system in the panel. */
+export const clientForm = z.object({
+  client_name: text(200).trim().min(1, 'enter a name'),
+  callback_url: text(2048).trim().min(1, 'enter the callback URL'),
+  allowed_ips: text(8000).default(''),
+  allow_everything: checkbox,
+});
+
+export const activeForm = z.object({ active: z.enum(['true', 'false']) });
+
+/** Create a user in the panel. */
+export const userCreateForm = z.object({
+  username: text(64).trim().min(1, 'enter a username'),
+  email: text(254).trim().min(1, 'enter an email address'),
+  full_name: text(200).trim().default(''),
+  role: text(32).trim().default('user'),
+  password: text(200).min(1, 'enter an initial password'),
+});
+
+/** Edit a user's profile in the panel. */
+export const userEditForm = z.object({
+  email: text(254).trim().min(1, 'enter an email address'),
+  full_name: text(200).trim().default(''),
+  role: text(32).trim().min(1, 'choose a role'),
+});
+
+/** Register a webhook in the panel: events arrive as one field per ticked checkbox. */
+export const webhookForm = z.object({
+  url: text(2048).trim().min(1, 'enter the receiver URL'),
+  secret: text(512),
+  events: z.union([z.string(), z.array(z.string())]).optional(),
+});
+
+/** Deleting a webhook needs its confirmation box ticked. */
+export const confirmForm = z.object({ confirm: z.literal('on', { error: 'tick the box to confirm' }) });

@@ -1,0 +1,81 @@
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { AppError } from '../http/errors.ts';
+import { type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
+import type { UserRecord } from '../users/queries.ts';
+
+declare module 'express-session' {
+  interface SessionData {
+    /**
+     * A client secret just created or regenerated, kept only for the one redirect to the page
+     * that shows it; that page removes it, so a reload no longer has it.
+     */
+    revealedSecret?: { client_id: string; secret: string; reason: 'created' | 'regenerated' };
+  }
+}
+
+/** Admin forms post urlencoded bodies; the webhook form has one checkbox per event. */
+export const adminFormBody = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 });
+
+/**
+ * The panel is for administrators in a browser session. Nobody signed in: to the sign-in
+ * page, which comes back here. Signed in without role admin: 403, as an error page.
+ */
+export const requireAdminPage: RequestHandler = (req, res, next) => {
+  const user = res.locals.user as UserRecord | undefined;
+  if (!user || res.locals.authMethod !== 'session') {
+    const back = req.method === 'GET' ? `?next=${encodeURIComponent(req.originalUrl)}` : '';
+    res.redirect(303, `/login${back}`);
+    return;
+  }
+  if (user.role !== 'admin') throw new AppError(403, 'forbidden', 'This page is for administrators only.');
+  next();
+};
+
+/** Times in the panel: UTC, to the second. */
+export function formatTime(value: Date | string | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? '' : `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/** Renders views/admin/<view> with the admin chrome's locals. */
+export function renderAdmin(
+  req: Request,
+  res: Response,
+  view: string,
+  locals: Record<string, unknown>,
+  options: { status?: number; flash?: FlashMessage[] } = {},
+): void {
+  renderPage(req, res, `admin/${view}`, { nav: 'admin', fmt: formatTime, ...locals }, options);
+}
+
+/** The message of a refused request, for the page (the first detail of a validation error). */
+export function messageOf(err: AppError): string {
+  const details = err.extra.details as Array<{ path: string; message: string }> | undefined;
+  if (err.code === 'validation_error' && details?.[0]) {
+    return details[0].path ? `${details[0].path.replace(/_/g, ' ')}: ${details[0].message}` : details[0].message;
+  }
+  return err.message;
+}
+
+/**
+ * A refused panel form goes back (post/redirect/get) with the reason shown. A stale or forged
+ * form (CSRF), a refusal of access and server errors get the error page and change nothing.
+ */
+export function backWithError(back: (req: Request) => string): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status) || !req.session) return next(err);
+    flashNext(req, { type: 'error', text: messageOf(err) });
+    res.redirect(303, back(req));
+  };
+}
+
+/** An HTML checkbox: present ("on") or absent. */
+export function checked(value: unknown): boolean {
+  return value === 'on' || value === 'true' || value === '1';
+}
+
+/** A textarea of addresses: one per line, or separated by commas or spaces. */
+export function splitList(value: unknown): string[] {
+  return typeof value === 'string' ? value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean) : [];
+}

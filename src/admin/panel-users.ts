@@ -1,0 +1,82 @@
+import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from '../http/errors.ts';
+import { input } from '../http/validate.ts';
+import { flashNext } from '../pages/render.ts';
+import { actorOf, idParam } from './actor.ts';
+import { activeForm, userCreateForm, userEditForm } from './form-schemas.ts';
+import { messageOf, renderAdmin } from './panel-common.ts';
+import type { UserAdmin } from './users.ts';
+
+/** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
+export const PANEL_ROLES = ['user', 'admin'];
+
+/** The panel's user pages: list and search, create, detail (edit, activate, unlock, reset 2FA, links). */
+export function userPanel(deps: { userAdmin: UserAdmin }) {
+  const { userAdmin } = deps;
+  const detailUrl = (id: number) => `/admin/users/${id}`;
+
+  const list: RequestHandler = async (req, res) => {
+    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
+    renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200) });
+  };
+
+  const renderNew = (req: Request, res: Response, form: Record<string, string> = {}, error?: string) => {
+    renderAdmin(req, res, 'user-new', { section: 'users', form, roles: PANEL_ROLES }, {
+      status: error ? 400 : 200,
+      flash: error ? [{ type: 'error', text: error }] : [],
+    });
+  };
+
+  const showNew: RequestHandler = (req, res) => renderNew(req, res);
+
+  const create: RequestHandler = async (req, res) => {
+    const form = input(res, userCreateForm);
+    const user = await userAdmin.create(form, actorOf(req, res, 'admin_panel'));
+    flashNext(req, { type: 'success', text: `User ${user.username} was created.` });
+    res.redirect(303, detailUrl(user.id));
+  };
+
+  const createFailed = (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
+    const { password: _password, _csrf, ...form } = req.body as Record<string, string>;
+    renderNew(req, res, form, messageOf(err));
+  };
+
+  const show: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const user = await userAdmin.get(id);
+    const roles = PANEL_ROLES.includes(user.role) ? PANEL_ROLES : [...PANEL_ROLES, user.role];
+    renderAdmin(req, res, 'user', { section: 'users', subject: user, links: await userAdmin.links(id), roles });
+  };
+
+  const update: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    await userAdmin.update(id, input(res, userEditForm), actorOf(req, res, 'admin_panel'));
+    flashNext(req, { type: 'success', text: 'The profile was saved.' });
+    res.redirect(303, detailUrl(id));
+  };
+
+  const setActive: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const active = input(res, activeForm).active === 'true';
+    const user = await userAdmin.update(id, { active }, actorOf(req, res, 'admin_panel'));
+    flashNext(req, { type: 'success', text: active ? `${user.username} is active again.` : `${user.username} is deactivated and gets no more tokens.` });
+    res.redirect(303, detailUrl(id));
+  };
+
+  const unlock: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const user = await userAdmin.unlock(id, actorOf(req, res, 'admin_panel'));
+    flashNext(req, { type: 'success', text: `${user.username} is unlocked; the failed sign-in count starts again from zero.` });
+    res.redirect(303, detailUrl(id));
+  };
+
+  const resetTwoFactor: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const user = await userAdmin.resetTwoFactor(id, actorOf(req, res, 'admin_panel'));
+    flashNext(req, { type: 'success', text: `Two-factor sign-in is off for ${user.username}; they can set it up again from their account.` });
+    res.redirect(303, detailUrl(id));
+  };
+
+  return { list, showNew, create, createFailed, show, update, setActive, unlock, resetTwoFactor };
+}

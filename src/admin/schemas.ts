@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import type { AuditFilter } from '../audit/queries.ts';
+import { normalizeIp } from '../http/client-ip.ts';
+import { normalizeUsername } from '../users/username.ts';
+
+const name = z.string().trim().min(1, 'must not be empty').max(200);
+const url = z.string().trim().min(1).max(2048);
+const ipList = z.array(z.string().max(100)).max(200);
+
+/** POST /api/admin/clients */
+export const createClientSchema = z.object({
+  client_name: name,
+  callback_url: url,
+  allowed_ips: ipList.optional(),
+  client_id: z.string().regex(/^[a-z0-9][a-z0-9_-]{2,63}$/, 'lower-case letters, digits, _ and -, 3-64 characters').optional(),
+  /** Confirms an allow-everything range such as 0.0.0.0/0. */
+  allow_everything: z.boolean().optional(),
+}).strict();
+
+/** PATCH /api/admin/clients/:client_id */
+export const updateClientSchema = z.object({
+  client_name: name.optional(),
+  callback_url: url.optional(),
+  allowed_ips: ipList.optional(),
+  active: z.boolean().optional(),
+  allow_everything: z.boolean().optional(),
+}).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
+
+const email = z.string().trim().max(254);
+
+/** POST /api/admin/users */
+export const createUserSchema = z.object({
+  username: z.string().min(1).max(64),
+  email,
+  password: z.string().min(1).max(200),
+  role: z.string().max(32).optional(),
+  full_name: z.string().trim().max(200).optional(),
+  active: z.boolean().optional(),
+}).strict();
+
+/** PATCH /api/admin/users/:id */
+export const updateUserSchema = z.object({
+  email: email.optional(),
+  full_name: z.string().trim().max(200).optional(),
+  role: z.string().max(32).optional(),
+  active: z.boolean().optional(),
+}).strict().refine((v) => Object.keys(v).length > 0, 'name at least one field to change');
+
+/** GET /api/admin/users */
+export const searchUsersQuery = z.object({
+  q: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** A date-time without a zone (as <input type=datetime-local> sends it) is UTC, as the panel shows times. */
+function parseTime(v: string): Date {
+  return new Date(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(v) ? `${v}Z` : v);
+}
+
+const timestamp = z.string().max(40).refine((v) => !Number.isNaN(parseTime(v).getTime()), 'must be an ISO date or date-time');
+
+/** GET /api/admin/audit (and the panel's audit page) */
+export const auditQuery = z.object({
+  user: z.string().trim().max(200).optional(),
+  client_id: z.string().trim().max(200).optional(),
+  action: z.string().trim().max(100).optional(),
+  outcome: z.enum(['success', 'failure', '']).optional(),
+  ip: z.string().trim().max(100).optional(),
+  from: z.union([timestamp, z.literal('')]).optional(),
+  to: z.union([timestamp, z.literal('')]).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.union([z.string().regex(/^\d{1,18}$/, 'must be the next_cursor of a previous page'), z.literal('')]).optional(),
+  format: z.enum(['json', 'csv', 'ndjson']).default('json'),
+});
+
+export type AuditQuery = z.infer<typeof auditQuery>;
+
+/**
+ * The filter of an audit query. Empty fields (as an HTML form sends them) mean "any".
+ * `user` is a numeric id or a username (normalized as logins are). `to` is exclusive; a bare
+ * date as `to` means the end of that day.
+ */
+export function auditFilterOf(q: AuditQuery): AuditFilter {
+  const f: AuditFilter = {};
+  const user = q.user?.trim();
+  if (user) {
+    if (/^\d{1,9}$/.test(user)) f.userId = Number(user);
+    else f.username = normalizeUsername(user);
+  }
+  if (q.client_id) f.clientId = q.client_id;
+  if (q.action) f.action = q.action;
+  if (q.outcome) f.outcome = q.outcome;
+  if (q.ip) f.ip = normalizeIp(q.ip);
+  if (q.from) f.from = parseTime(q.from);
+  if (q.to) {
+    const to = parseTime(q.to);
+    f.to = /^\d{4}-\d{2}-\d{2}$/.test(q.to) ? new Date(to.getTime() + 86_400_000) : to;
+  }
+  return f;
+}

@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import { writeAudit } from '../audit/writer.ts';
+import { setTotpEnabled } from '../auth/queries.ts';
+import type { Actor } from '../clients/service.ts';
+import type { Db, Queryable } from '../db/db.ts';
+import { AppError } from '../http/errors.ts';
+import { clearLoginAttempts } from '../users/queries.ts';
+import type { UserService } from '../users/service.ts';
+import { normalizeUsername } from '../users/username.ts';
+
+/** A user as administrators see it: SPEC 2.2 plus active, locked_until, totp_enabled. */
+export interface AdminUser {
+  id: number;
+  username: string;
+  email: string;
+  role: string;
+  full_name: string;
+  active: boolean;
+  /** When the current lockout ends (ISO), or null when not locked. */
+  locked_until: string | null;
+  totp_enabled: boolean;
+  created_at: string;
+}
+
+/** A client system linked to a user on the dashboard. */
+export interface UserLink {
+  client_id: string;
+  client_name: string;
+  external_username: string;
+  linked_at: string;
+}
+
+interface AdminUserRow {
+  id: number;
+  username: string;
+  email: string;
+  role: string;
+  full_name: string;
+  active: boolean;
+  locked_until: Date | null;
+  totp_enabled: boolean;
+  created_at: Date;
+}
+
+// lockout counters are keyed by the normalized login name, which is the stored username
+const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at,
+    CASE WHEN a.locked_until > now() THEN a.locked_until END AS locked_until
+  FROM users u LEFT JOIN login_attempts a ON a.login = u.username`;
+
+function toAdminUser(r: AdminUserRow): AdminUser {
+  return {
+    id: r.id,
+    username: r.username,
+    email: r.email,
+    role: r.role,
+    full_name: r.full_name,
+    active: r.active,
+    locked_until: r.locked_until ? new Date(r.locked_until).toISOString() : null,
+    totp_enabled: r.totp_enabled,
+    created_at: new Date(r.created_at).toISOString(),
+  };
+}
+
+/** `%` and `_` in a search are meant literally. */
+function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+async function findAdminUser(q: Queryable, id: number): Promise<AdminUser | null> {
+  const r = await q.query<AdminUserRow>(`${SELECT_USERS} WHERE u.id = $1`, [id]);
+  return r.rows[0] ? toAdminUser(r.rows[0]) : null;
+}
+
+function auditOf(actor: Actor, user: { id: number; username: string }) {
+  return {
+    userId: user.id,
+    username: user.username,
+    ipAddress: actor.ipAddress ?? null,
+    userAgent: actor.userAgent ?? null,
+  };
+}
+
+function actorDetails(actor: Actor): Record<string, unknown> {
+  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
+}
+
+export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
+
+/** User administration for the admin API and panel (by id; the CLI works by username). */
+export function createUserAdmin(deps: { db: Db; users: UserService }) {
+  const { db, users } = deps;
+
+  async function getOr404(id: number): Promise<AdminUser> {
+    const user = Number.isSafeInteger(id) ? await findAdminUser(db, id) : null;
+    if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+    return user;
+  }
+
+  return {
+    /** Users matching `q` in username, email or full name (case-insensitive), newest first. */
+    async search(q: string | undefined, limit = 100): Promise<AdminUser[]> {
+      const term = q?.trim();
+      const r = term
+        ? await db.query<AdminUserRow>(
+          `${SELECT_USERS} WHERE u.username ILIKE $1 OR u.email ILIKE $1 OR u.full_name ILIKE $1 ORDER BY u.id DESC LIMIT $2`,
+          [likePattern(term), limit],
+        )
+        : await db.query<AdminUserRow>(`${SELECT_USERS} ORDER BY u.id DESC LIMIT $1`, [limit]);
+      return r.rows.map(toAdminUser);
+    },
+
+    get: getOr404,
+
+    /** The client systems a user linked on the dashboard. */
+    async links(id: number): Promise<UserLink[]> {
+      const r = await db.query<{ client_id: string; client_name: string; external_username: string; created_at: Date }>(
+        `SELECT l.client_id, c.client_name, l.external_username, l.created_at
+           FROM user_client_links l JOIN clients c ON c.client_id = l.client_id
+          WHERE l.user_id = $1 ORDER BY lower(c.client_name), l.client_id`,
+        [id],
+      );
+      return r.rows.map((l) => ({ client_id: l.client_id, client_name: l.client_name, external_username: l.external_username, linked_at: new Date(l.created_at).toISOString() }));
+    },
+
+    /** Creates a user (the shared user service checks name, email and password). */
+    async create(
+      input: { username: string; email: string; password: string; role?: string; full_name?: string; active?: boolean },
+      actor: Actor,
+    ): Promise<AdminUser> {
+      const created = await users.createUser(
+        { username: input.username, email: input.email, password: input.password, role: input.role, fullName: input.full_name, active: input.active },
+        actor,
+      );
+      return getOr404(created.id);
+    },
+
+    /**
+     * Changes email, full name, role or the active flag. An administrator cannot demote or
+     * deactivate themselves: that would lock the last admin out of the panel.
+     */
+    async update(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<AdminUser> {
+      if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
+        throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
+      }
+      if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
+        throw new AppError(400, 'invalid_email', 'email is not a valid address');
+      }
+      if (patch.role !== undefined && !ROLE.test(patch.role)) {
+        throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
+      }
+      await db.transaction(async (tx) => {
+        const r = await tx.query<{ id: number; username: string }>(
+          `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
+             active = COALESCE($5, active), updated_at = now()
+           WHERE id = $1 RETURNING id, username`,
+          [id, patch.email?.trim() ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
+        );
+        const user = r.rows[0];
+        if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+        const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+        const action = patch.active === undefined || Object.keys(changed).length > 1
+          ? 'user.update'
+          : patch.active ? 'user.activate' : 'user.deactivate';
+        await writeAudit(tx, { action, outcome: 'success', ...auditOf(actor, user), details: { ...actorDetails(actor), changed } });
+      });
+      return getOr404(id);
+    },
+
+    /** Clears the user's failed-login counter and lock. */
+    async unlock(id: number, actor: Actor): Promise<AdminUser> {
+      const user = await getOr404(id);
+      await db.transaction(async (tx) => {
+        await clearLoginAttempts(tx, normalizeUsername(user.username));
+        await writeAudit(tx, { action: 'user.unlock', outcome: 'success', ...auditOf(actor, user), details: actorDetails(actor) });
+      });
+      return getOr404(id);
+    },
+
+    /** Turns two-factor off (secret and recovery codes forgotten), for a user who lost their device. */
+    async resetTwoFactor(id: number, actor: Actor): Promise<AdminUser> {
+      const user = await getOr404(id);
+      await db.transaction(async (tx) => {
+        await setTotpEnabled(tx, id, false);
+        await writeAudit(tx, {
+          action: 'user.2fa_reset', outcome: 'success', ...auditOf(actor, user),
+          details: { ...actorDetails(actor), was_enabled: user.totp_enabled },
+        });
+      });
+      return getOr404(id);
+    },
+  };
+}
+
+export type UserAdmin = ReturnType<typeof createUserAdmin>;

@@ -1,0 +1,112 @@
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import type { Queryable } from '../db/db.ts';
+import { type AuditFilter, auditBatchAfter, type AuditRow } from './queries.ts';
+
+/** An audit row as the API and the exports show it. */
+export interface PublicAuditEntry {
+  id: number;
+  at: string;
+  action: string;
+  outcome: string;
+  user_id: number | null;
+  username: string | null;
+  client_id: string | null;
+  ip_address: string | null;
+  user_agent: string | null;
+  details: Record<string, unknown>;
+}
+
+export function toPublicAudit(row: AuditRow): PublicAuditEntry {
+  return {
+    id: Number(row.id),
+    at: new Date(row.at).toISOString(),
+    action: row.action,
+    outcome: row.outcome,
+    user_id: row.user_id,
+    username: row.username,
+    client_id: row.client_id,
+    ip_address: row.ip_address,
+    user_agent: row.user_agent,
+    details: row.details ?? {},
+  };
+}
+
+export const CSV_COLUMNS = ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details'] as const;
+
+/**
+ * One CSV cell (RFC 4180). A cell a spreadsheet would read as a formula (starting with
+ * = + - @, or a tab or carriage return that some programs skip before one) is prefixed with
+ * a single quote, so an attacker-chosen username or user agent cannot run as a formula
+ * when an administrator opens the export (OWASP "CSV injection").
+ */
+export function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** One CSV line (CRLF-terminated) of an entry. */
+export function csvLine(entry: PublicAuditEntry): string {
+  return `${CSV_COLUMNS.map((c) => csvCell(entry[c])).join(',')}\r\n`;
+}
+
+export type ExportFormat = 'csv' | 'ndjson';
+
+/**
+ * Streams every entry matching `filter` to `out`, oldest first, as CSV (with a header line)
+ * or NDJSON. The log is read in batches by keyset on id; each batch is written and, when the
+ * socket's buffer is full, the next query waits for 'drain'. So memory holds one batch,
+ * whatever the size of the log. Stops early when the receiver goes away. Returns the number
+ * of entries written.
+ */
+export async function streamAudit(
+  q: Queryable,
+  filter: AuditFilter,
+  format: ExportFormat,
+  out: Writable,
+  options: { batchSize?: number } = {},
+): Promise<number> {
+  const batchSize = options.batchSize ?? 1000;
+  let gone = false;
+  const onClose = () => { gone = true; };
+  out.once('close', onClose);
+  try {
+    if (format === 'csv' && !(await write(out, `${CSV_COLUMNS.join(',')}\r\n`))) return 0;
+    let after = '0';
+    let count = 0;
+    while (!gone) {
+      const rows = await auditBatchAfter(q, filter, after, batchSize);
+      if (rows.length === 0) break;
+      let chunk = '';
+      for (const row of rows) {
+        const entry = toPublicAudit(row);
+        chunk += format === 'csv' ? csvLine(entry) : `${JSON.stringify(entry)}\n`;
+      }
+      count += rows.length;
+      after = rows[rows.length - 1].id;
+      if (!(await write(out, chunk))) break;
+      if (rows.length < batchSize) break;
+    }
+    return count;
+  } finally {
+    out.off('close', onClose);
+  }
+}
+
+/** Writes a chunk; waits for 'drain' when the buffer is full. False when the stream closed first. */
+async function write(out: Writable, chunk: string): Promise<boolean> {
+  if (out.destroyed || out.writableEnded) return false;
+  if (out.write(chunk)) return true;
+  const ac = new AbortController();
+  try {
+    const winner = await Promise.race([
+      once(out, 'drain', { signal: ac.signal }).then(() => 'drain'),
+      once(out, 'close', { signal: ac.signal }).then(() => 'close'),
+    ]);
+    return winner === 'drain';
+  } finally {
+    ac.abort();
+  }
+}

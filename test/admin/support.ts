@@ -1,0 +1,28 @@
+import type { TestApp } from '../helpers/app.ts';
+import { makeUser } from '../helpers/factories.ts';
+import type { RequestOptions } from '../helpers/http.ts';
+import { signIn } from '../auth/support.ts';
+
+/** A signed-in person: their record and the session cookie as request headers. */
+export interface SignedIn {
+  user: Awaited<ReturnType<typeof makeUser>>;
+  cookie: string;
+  as: RequestOptions;
+}
+
+/** Creates a user with `role` and signs them in through POST /api/auth/login. */
+export async function signedIn(app: TestApp, role: 'admin' | 'user' = 'admin'): Promise<SignedIn> {
+  const user = await makeUser(app, { role });
+  const { res, cookie } = await signIn(app, user.username, user.password);
+  if (res.status !== 200 || !cookie) throw new Error(`sign-in failed: ${res.status} ${res.text}`);
+  return { user, cookie, as: { headers: { cookie } } };
+}
+
+/** Audit rows of an action, newest first, details parsed. */
+export async function auditOf(app: TestApp, action: string): Promise<Array<{ user_id: number | null; username: string | null; client_id: string | null; details: any }>> {
+  const r = await app.db.query<{ user_id: number | null; username: string | null; client_id: string | null; details: any }>(
+    'SELECT user_id, username, client_id, details FROM audit_log WHERE action = $1 ORDER BY id DESC',
+    [action],
+  );
+  return r.rows.map((row) => ({ ...row, details: typeof row.details === 'string' ? JSON.parse(row.details) : row.details }));
+}
