@@ -87,3 +87,44 @@ export const redelivery = z.object({ id: z.string(), status: z.literal('pending'
 
 export const health = z.object({ status: z.literal('ok') });
 export const ready = z.object({ status: z.literal('ready'), database: z.enum(['postgres', 'embedded']) });
+
+/** A client system as administrators see it: the secret masked. */
+export const publicClient = z.object({
+  client_id: z.string(),
+  client_name: z.string(),
+  client_secret: z.string().describe('Masked, e.g. ••••••••Xy3Q'),
+  callback_url: z.string(),
+  allowed_ips: z.array(z.string()),
+  active: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).meta({ id: 'Client' });
+export const createdClient = publicClient.extend({ client_secret: z.string().describe('The plain secret: shown this once') });
+export const rotatedSecret = z.object({ client_id: z.string(), client_secret: z.string().describe('The new plain secret: shown this once') });
+
+export const adminUser = z.object({
+  id: z.number().int(),
+  username: z.string(),
+  email: z.string(),
+  role: z.string(),
+  full_name: z.string(),
+  active: z.boolean(),
+  locked_until: z.string().nullable(),
+  totp_enabled: z.boolean(),
+  created_at: z.string(),
+}).meta({ id: 'AdminUser' });
+export const adminUserDetail = adminUser.extend({ linked_clients: z.array(z.record(z.string(), z.unknown())) });
+
+export const auditEntry = z.object({
+  id: z.number().int(),
+  at: z.string(),
+  action: z.string(),
+  outcome: z.enum(['success', 'failure']),
+  user_id: z.number().int().nullable(),
+  username: z.string().nullable(),
+  client_id: z.string().nullable(),
+  ip_address: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+});
+export const auditPage = z.object({ entries: z.array(auditEntry), next_cursor: z.string().nullable() });

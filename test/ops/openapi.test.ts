@@ -5,6 +5,7 @@ import { buildOpenApiDocument, inputSchema, openApiPath } from '../../src/openap
 import { OPERATIONS } from '../../src/openapi/operations.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
+import { request } from '../helpers/http.ts';
 
 /** `method path` of every route mounted on the app, walking nested routers. */
 function mountedRoutes(app: Express): string[] {
@@ -84,13 +85,17 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
     const bearer = async (u: { username: string; password: string }) =>
       (await app.http.post('/api/login', { username: u.username, password: u.password })).body.token as string;
     const auth = { user: await bearer(member), admin: await bearer(admin) } as Record<string, string>;
+    let checked = 0;
     for (const op of OPERATIONS.filter((o) => o.body && o.bodyType !== 'form' && o.path.startsWith('/api/'))) {
       const headers: Record<string, string> = auth[op.access] ? { authorization: `Bearer ${auth[op.access]}` } : {};
-      const ok = await app.http.post(op.path, op.example, { headers });
-      assert.ok(ok.status < 500 && !(ok.status === 400 && ok.body?.error === 'validation_error'), `${op.path} accepts its example (${ok.status} ${ok.text})`);
-      const empty = await app.http.post(op.path, {}, { headers });
-      assert.equal(empty.body?.error, 'validation_error', `${op.path} validates with a schema that needs fields`);
+      const url = `${app.url}${op.path.replace(/:\w+/g, '999999')}`;
+      const ok = await request(url, { method: op.method.toUpperCase(), body: op.example, headers });
+      assert.ok(ok.status < 500 && !(ok.status === 400 && ok.body?.error === 'validation_error'), `${op.method} ${op.path} accepts its example (${ok.status} ${ok.text})`);
+      const empty = await request(url, { method: op.method.toUpperCase(), body: {}, headers });
+      assert.equal(empty.body?.error, 'validation_error', `${op.method} ${op.path} validates with a schema that needs fields`);
+      checked++;
     }
+    assert.ok(checked >= 13, `checked ${checked} JSON routes`);
   });
 
   it('renders a readable reference page without external resources', async () => {

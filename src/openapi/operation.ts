@@ -1,0 +1,52 @@
+import type { z } from 'zod';
+import * as R from './responses.ts';
+
+/** Who may call an operation. */
+export type Access =
+  | 'public'
+  | 'client' // client_id + client_secret in the JSON body
+  | 'client+ip' // the same, and the caller's IP must be on the client's allow list
+  | 'user' // a session cookie or an access token (Authorization: Bearer)
+  | 'admin' // the same, with role admin
+  | 'browser'; // a page: session cookie, CSRF token in POST forms
+
+/** One documented answer. */
+export interface DocResponse {
+  description: string;
+  /** JSON body schema; omitted for empty or non-JSON answers. */
+  schema?: z.ZodType;
+  /** Media type when the answer is not JSON (text/html, text/plain). */
+  mediaType?: string;
+  example?: unknown;
+}
+
+/** One row of the API reference: a route the app mounts, and the zod schemas it validates with. */
+export interface Operation {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Express syntax, exactly as mounted: `/api/webhooks/:id`. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  access: Access;
+  /** The schema the route validates its body with (validateBody). */
+  body?: z.ZodType;
+  /** `form` for HTML forms (application/x-www-form-urlencoded). */
+  bodyType?: 'json' | 'form';
+  /** An example body; the reference test checks it validates against `body`. */
+  example?: unknown;
+  /** The schema the route validates its query string with (validateQuery). */
+  query?: z.ZodType;
+  /** Rate limit that applies (see SPEC 8 / DESIGN.md). */
+  limit?: 'login' | 'validation' | 'user';
+  responses: Record<number, DocResponse>;
+}
+
+export const err = (description: string, example?: Record<string, unknown>): DocResponse => ({ description, schema: R.errorBody, example });
+export const invalid = err('The body does not match the schema', { error: 'validation_error', message: 'The request body is invalid', details: [{ path: '<field>', message: 'Invalid input' }] });
+export const limited = err('Rate limited; see Retry-After', { error: 'rate_limited', message: 'Too many requests; try again later', retry_after: 42 });
+export const unauthenticated = err('No session or access token', { error: 'unauthenticated', message: 'Sign in first' });
+export const forbidden = err('Signed in, but not an administrator', { error: 'forbidden', message: 'Administrators only' });
+export const badClient = err('Invalid client credentials', { error: 'invalid_client', message: 'Invalid client credentials' });
+export const html = (description: string): DocResponse => ({ description, mediaType: 'text/html' });
+export const redirect = (description: string): DocResponse => ({ description });
