@@ -49,6 +49,7 @@ function whereOf(f: AuditFilter): { clauses: string[]; params: unknown[] } {
   return { clauses, params };
 }
 
+// id as text: bigint; ORDER BY must name audit_log.id, or it would sort this text alias
 const COLUMNS = 'id::text AS id, at, action, outcome, user_id, username, client_id, ip_address, user_agent, details';
 
 /**
@@ -65,7 +66,7 @@ export async function auditPage(q: Queryable, f: AuditFilter, limit: number, bef
   params.push(limit + 1);
   const r = await q.query<AuditRow>(
     `SELECT ${COLUMNS} FROM audit_log ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}
-     ORDER BY id DESC LIMIT $${params.length}`,
+     ORDER BY audit_log.id DESC LIMIT $${params.length}`,
     params,
   );
   const rows = r.rows.slice(0, limit).map(parseDetails);
@@ -82,7 +83,7 @@ export async function auditBatchAfter(q: Queryable, f: AuditFilter, after: strin
   clauses.push(`id > $${params.length}::bigint`);
   params.push(size);
   const r = await q.query<AuditRow>(
-    `SELECT ${COLUMNS} FROM audit_log WHERE ${clauses.join(' AND ')} ORDER BY id LIMIT $${params.length}`,
+    `SELECT ${COLUMNS} FROM audit_log WHERE ${clauses.join(' AND ')} ORDER BY audit_log.id LIMIT $${params.length}`,
     params,
   );
   return r.rows.map(parseDetails);

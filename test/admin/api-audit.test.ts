@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { csvCell } from '../../src/audit/export.ts';
+import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+import { type SignedIn, signedIn } from './support.ts';
+
+/** A tiny RFC 4180 parser: enough to read the export back. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; i++; } else cell += c;
+  }
+  return rows;
+}
+
+describe('admin API: the audit log', () => {
+  let app: TestApp;
+  let admin: SignedIn;
+  let member: SignedIn;
+  before(async () => {
+    app = await startTestApp();
+    admin = await signedIn(app, 'admin');
+    member = await signedIn(app, 'user');
+  });
+  after(() => app?.close());
+
+  async function seed(action: string, rows: Array<{ outcome?: string; username?: string; user_id?: number; client_id?: string; ip?: string; at?: string; user_agent?: string }>) {
+    for (const r of rows) {
+      await app.db.query(
+        `INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, at, details)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), '{"k":"v"}')`,
+        [action, r.outcome ?? 'success', r.user_id ?? null, r.username ?? null, r.client_id ?? null, r.ip ?? null, r.user_agent ?? null, r.at ?? null],
+      );
+    }
+  }
+
+  it('filters by user, client, action, outcome, IP and time range', async () => {
+    const action = unique('test.filter.');
+    await seed(action, [
+      { username: 'alice', client_id: 'crm', ip: '10.0.0.1', at: '2026-01-01T10:00:00Z' },
+      { username: 'alice', client_id: 'wiki', ip: '10.0.0.2', outcome: 'failure', at: '2026-01-02T10:00:00Z' },
+      { username: 'bob', user_id: 4242, client_id: 'crm', ip: '10.0.0.1', at: '2026-01-03T10:00:00Z' },
+    ]);
+    const get = async (query: string) => {
+      const res = await app.http.get(`/api/admin/audit?action=${action}&${query}`, admin.as);
+      assert.equal(res.status, 200, query);
+      return res.body.entries.map((e: { username: string; client_id: string }) => `${e.username}@${e.client_id}`);
+    };
+    assert.deepEqual(await get(''), ['bob@crm', 'alice@wiki', 'alice@crm'], 'newest first');
+    assert.deepEqual(await get('user=ALICE'), ['alice@wiki', 'alice@crm'], 'usernames normalized as logins are');
+    assert.deepEqual(await get('user=4242'), ['bob@crm'], 'a number is a user id');
+    assert.deepEqual(await get('client_id=crm'), ['bob@crm', 'alice@crm']);
+    assert.deepEqual(await get('outcome=failure'), ['alice@wiki']);
+    assert.deepEqual(await get('ip=10.0.0.1'), ['bob@crm', 'alice@crm']);
+    assert.deepEqual(await get('from=2026-01-02T00:00:00Z'), ['bob@crm', 'alice@wiki']);
+    assert.deepEqual(await get('to=2026-01-02'), ['alice@wiki', 'alice@crm'], 'a bare date as to includes that day');
+    assert.deepEqual(await get('from=2026-01-02T00:00&to=2026-01-02T23:00'), ['alice@wiki']);
+    const entry = (await app.http.get(`/api/admin/audit?action=${action}&limit=1`, admin.as)).body.entries[0];
+    assert.deepEqual(Object.keys(entry).sort(), ['action', 'at', 'client_id', 'details', 'id', 'ip_address', 'outcome', 'user_agent', 'user_id', 'username']);
+    assert.deepEqual(entry.details, { k: 'v' });
+    assert.equal(entry.at, '2026-01-03T10:00:00.000Z');
+  });
+
+  it('pages by keyset cursor without repeating or skipping entries', async () => {
+    const action = unique('test.page.');
+    await seed(action, Array.from({ length: 7 }, (_, i) => ({ username: `u${i}` })));
+    const seen: string[] = [];
+    let cursor = '';
+    let pages = 0;
+    do {
+      const res = await app.http.get(`/api/admin/audit?action=${action}&limit=3${cursor ? `&cursor=${cursor}` : ''}`, admin.as);
+      assert.equal(res.status, 200);
+      seen.push(...res.body.entries.map((e: { username: string }) => e.username));
+      cursor = res.body.next_cursor ?? '';
+      pages++;
+    } while (cursor);
+    assert.equal(pages, 3);
+    assert.deepEqual(seen, ['u6', 'u5', 'u4', 'u3', 'u2', 'u1', 'u0']);
+  });
+
+  it('exports CSV with formula cells defused and NDJSON, filtered, as attachments', async () => {
+    const action = unique('test.export.');
+    await seed(action, [
+      { username: '=HYPERLINK("http://evil.example","x")', user_agent: 'Mozilla, "quoted"\nnext line' },
+      { username: '+cmd', user_agent: '@SUM(A1)' },
+      { username: '-2+3', user_agent: 'plain' },
+    ]);
+    const csv = await app.http.get(`/api/admin/audit?action=${action}&format=csv`, admin.as);
+    assert.equal(csv.status, 200);
+    assert.match(String(csv.headers['content-type']), /^text\/csv/);
+    assert.match(String(csv.headers['content-disposition']), /^attachment; filename="audit-\d{8}-\d{6}\.csv"$/);
+    assert.equal(csv.headers['cache-control'], 'no-store');
+    const rows = parseCsv(csv.text);
+    assert.deepEqual(rows[0], ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details']);
+    assert.equal(rows.length, 4, 'header and three rows, oldest first');
+    assert.equal(rows[1][5], `'=HYPERLINK("http://evil.example","x")`);
+    assert.equal(rows[1][8], 'Mozilla, "quoted"\nnext line');
+    assert.equal(rows[2][5], "'+cmd");
+    assert.equal(rows[2][8], "'@SUM(A1)");
+    assert.equal(rows[3][5], "'-2+3");
+    assert.equal(rows[1][9], '{"k":"v"}');
+    for (const row of rows.slice(1)) for (const cell of row) assert.doesNotMatch(cell, /^[=+\-@]/);
+    assert.equal(csvCell('\tx'), "'\tx");
+    assert.equal(csvCell(null), '');
+
+    const nd = await app.http.get(`/api/admin/audit?action=${action}&format=ndjson`, admin.as);
+    assert.equal(nd.status, 200);
+    assert.match(String(nd.headers['content-type']), /^application\/x-ndjson/);
+    const lines = nd.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => l.username), ['=HYPERLINK("http://evil.example","x")', '+cmd', '-2+3'], 'NDJSON keeps values as they are');
+    const [exported] = (await app.http.get('/api/admin/audit?action=audit.export&limit=1', admin.as)).body.entries;
+    assert.equal(exported.details.actor, admin.user.username, 'the export itself is audited');
+  });
+
+  it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {
+    for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe']) {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      assert.equal(res.status, 400, q);
+      assert.equal(res.body.error, 'validation_error');
+    }
+    assert.equal((await app.http.get('/api/admin/audit')).status, 401);
+    assert.equal((await app.http.get('/api/admin/audit?format=csv')).status, 401);
+    const forbidden = await app.http.get('/api/admin/audit?format=csv', member.as);
+    assert.equal(forbidden.status, 403);
+    assert.equal(forbidden.body.error, 'forbidden');
+  });
+
+  it('streams an export of 100,000 rows as CSV and NDJSON with every row', { timeout: 300_000 }, async () => {
+    const action = unique('bulk.');
+    await app.db.query(
+      `INSERT INTO audit_log (action, outcome, username, client_id, ip_address, user_agent, details)
+       SELECT $1, CASE WHEN g % 10 = 0 THEN 'failure' ELSE 'success' END, 'user' || (g % 500), 'client-' || (g % 7),
+              '10.0.' || (g % 250) || '.' || (g % 200), 'bench agent ' || g, jsonb_build_object('n', g)
+       FROM generate_series(1, 100000) AS g`,
+      [action],
+    );
+    const count = async (format: string) => {
+      // counts lines as they arrive: the test itself never holds the whole export either
+      const res = await fetch(`${app.url}/api/admin/audit?action=${action}&format=${format}`, { headers: { cookie: admin.cookie } });
+      assert.equal(res.status, 200);
+      let lines = 0;
+      let last = '';
+      const decoder = new TextDecoder();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        const text = decoder.decode(chunk, { stream: true });
+        for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
+        last = (last + text).slice(-200);
+      }
+      return { lines, last };
+    };
+    const csv = await count('csv');
+    assert.equal(csv.lines, 100_001, 'a header and 100,000 rows');
+    assert.match(csv.last, /\{""n"":100000\}"\r\n$/);
+    const nd = await count('ndjson');
+    assert.equal(nd.lines, 100_000);
+    assert.match(nd.last, /"details":\{"n":100000\}\}\n$/);
+  });
+});
