@@ -89,6 +89,17 @@ describe('structured request logs', () => {
       headers: { 'content-type': 'application/json' },
     }));
 
+    // Secrets an administrator sends: a new user's password, a webhook signing secret, a client's secret in the answer.
+    const admin = await makeUser(app, { role: 'admin' });
+    const access = (await app.http.post('/api/login', { username: admin.username, password: admin.password })).body.token as string;
+    planted.push(access);
+    const asAdmin = { headers: { authorization: `Bearer ${access}` } };
+    track(await app.http.post('/api/admin/users', { username: `u${Date.now()}`, email: `u${Date.now()}@example.com`, password: plant('newuserpassword') }, asAdmin));
+    track(await app.http.post('/api/webhooks', { url: 'https://hooks.example/x', events: ['user.login'], secret: plant('webhooksecret') }, asAdmin));
+    const created = track(await app.http.post('/api/admin/clients', { client_name: 'Canary', callback_url: 'https://canary.example/cb' }, asAdmin));
+    assert.equal(created.status, 201, created.text);
+    planted.push(created.body.client_secret);
+
     for (const id of ids) assert.ok((await waitForLine(id)).length >= 1, `request ${id} was logged`);
     const output = app.lines.join('');
     for (const value of [...planted, token, token.split('.')[2], client.client_secret]) {
