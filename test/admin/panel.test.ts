@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+
+/** Signs a form session in at /login as `user`. */
+async function signInPage(app: TestApp, user: { username: string; password: string }) {
+  const s = formSession(app.url);
+  const page = await s.get('/login');
+  const res = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
+  assert.equal(res.status, 303);
+  return s;
+}
+
+describe('admin panel over HTTP', () => {
+  let app: TestApp;
+  let adminUser: Awaited<ReturnType<typeof makeUser>>;
+  let client: Awaited<ReturnType<typeof makeClient>>;
+  let webhookId: number;
+  before(async () => {
+    app = await startTestApp();
+    adminUser = await makeUser(app, { role: 'admin' });
+    client = await makeClient(app);
+    webhookId = (await app.services.webhooks.register({ url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: 'sixteen-chars-secret' }, { via: 'cli' })).id;
+  });
+  after(() => app?.close());
+
+  const pages = () => ['/admin', '/admin/clients', `/admin/clients/${client.client_id}`, `/admin/clients/${client.client_id}/regenerate`,
+    '/admin/users', '/admin/users/new', `/admin/users/${adminUser.id}`, '/admin/webhooks', `/admin/webhooks/${webhookId}`, '/admin/audit'];
+  const forms = () => ['/admin/clients', `/admin/clients/${client.client_id}`, `/admin/clients/${client.client_id}/active`, `/admin/clients/${client.client_id}/regenerate`,
+    '/admin/users', `/admin/users/${adminUser.id}`, `/admin/users/${adminUser.id}/active`, `/admin/users/${adminUser.id}/unlock`, `/admin/users/${adminUser.id}/reset-2fa`,
+    '/admin/webhooks', `/admin/webhooks/${webhookId}/active`, `/admin/webhooks/${webhookId}/delete`];
+
+  it('renders every admin page for an administrator, no-store', async () => {
+    const s = await signInPage(app, adminUser);
+    for (const path of pages()) {
+      const res = await s.get(path);
+      assert.equal(res.status, 200, path);
+      assert.equal(res.headers['cache-control'], 'no-store', path);
+      assert.match(res.text, /<nav class="admin-nav"/, path);
+    }
+  });
+
+  it('sends a visitor who is not signed in to the sign-in page, which comes back to the admin page', async () => {
+    const s = formSession(app.url);
+    for (const path of pages()) {
+      const res = await s.get(path);
+      assert.equal(res.status, 303, path);
+      assert.equal(res.headers.location, `/login?next=${encodeURIComponent(path)}`);
+    }
+    const login = await s.get('/login?next=%2Fadmin%2Fclients');
+    const done = await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: adminUser.username, password: adminUser.password, next: '/admin/clients' });
+    assert.equal(done.headers.location, '/admin/clients');
+  });
+
+  it('refuses a signed-in non-admin with a 403 page on every page and form, changing nothing', async () => {
+    const member = await makeUser(app);
+    const s = await signInPage(app, member);
+    const csrf = hiddenField((await s.get('/dashboard')).text, '_csrf');
+    for (const path of pages()) {
+      const res = await s.get(path);
+      assert.equal(res.status, 403, path);
+      assert.match(res.text, /administrators only/);
+    }
+    for (const path of forms()) {
+      const res = await s.post(path, { _csrf: csrf, active: 'false', confirm: 'on', client_name: 'x', callback_url: 'https://x.example/', url: 'https://x.example/', secret: 'x'.repeat(20), events: 'user.login', email: 'x@example.com', role: 'admin', username: 'zz', password: 'long enough' });
+      assert.equal(res.status, 403, path);
+    }
+    assert.equal((await app.services.clients.findClient(client.client_id))?.active, true);
+    assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1 AND active', [webhookId])).rowCount, 1);
+  });
+
+  it('refuses every admin form without the CSRF token', async () => {
+    const s = await signInPage(app, adminUser);
+    for (const path of forms()) {
+      const res = await s.post(path, { active: 'false', confirm: 'on', client_name: 'x', callback_url: 'https://x.example/' });
+      assert.equal(res.status, 403, path);
+      assert.match(res.text, /expired or did not come from this site/);
+    }
+    assert.equal((await app.services.clients.findClient(client.client_id))?.active, true);
+    assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1', [webhookId])).rowCount, 1);
+  });
+
+  it('shows the overview counts', async () => {
+    const s = await signInPage(app, adminUser);
+    await app.http.post('/api/auth/login', { login: adminUser.username, password: 'wrong password' });
+    const html = (await s.get('/admin')).text;
+    const stat = (name: string) => Number(html.match(new RegExp(`data-stat="${name}">(\\d+)<`))?.[1]);
+    const users = await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM users');
+    assert.equal(stat('users'), users.rows[0].n);
+    assert.ok(stat('clients') >= 1);
+    assert.ok(stat('failed_logins_24h') >= 1);
+    assert.equal(stat('lockouts_24h'), 0);
+  });
+});
