@@ -2,33 +2,32 @@ import type { RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { AppError } from './errors.ts';
 
+/** Checks one part of the request against `schema` and keeps the typed result in res.locals. */
+function validatePart(part: 'body' | 'query', schema: z.ZodType): RequestHandler {
+  const local = part === 'body' ? 'input' : 'query';
+  const what = part === 'body' ? 'The request body' : 'The query string';
+  return (req, res, next) => {
+    const parsed = schema.safeParse(req[part] ?? {});
+    if (!parsed.success) {
+      const details = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+      throw new AppError(400, 'validation_error', `${what} is invalid`, { extra: { details } });
+    }
+    res.locals[local] = parsed.data;
+    next();
+  };
+}
+
 /**
  * Validates the JSON body against `schema`; the parsed, typed value is read with `input(res)`.
  * A failure is 400 validation_error with one detail per problem.
  */
 export function validateBody(schema: z.ZodType): RequestHandler {
-  return (req, res, next) => {
-    const parsed = schema.safeParse(req.body ?? {});
-    if (!parsed.success) {
-      const details = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-      throw new AppError(400, 'validation_error', 'The request body is invalid', { extra: { details } });
-    }
-    res.locals.input = parsed.data;
-    next();
-  };
+  return validatePart('body', schema);
 }
 
-/** Validates the query string the same way. */
+/** Validates the query string the same way; read the result with `queryInput(res)`. */
 export function validateQuery(schema: z.ZodType): RequestHandler {
-  return (req, res, next) => {
-    const parsed = schema.safeParse(req.query ?? {});
-    if (!parsed.success) {
-      const details = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-      throw new AppError(400, 'validation_error', 'The query string is invalid', { extra: { details } });
-    }
-    res.locals.query = parsed.data;
-    next();
-  };
+  return validatePart('query', schema);
 }
 
 /** The body validated by `validateBody(schema)` earlier in the chain. */
