@@ -86,8 +86,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     const signed = signDelivery(delivery, delivery.secret);
     try {
       const url = parseWebhookUrl(delivery.url);
-      const target = await resolveTarget(url, policy, lookup);
-      return await postOnce(url, target, signed, config.WEBHOOK_TIMEOUT_MS);
+      // The timeout bounds the whole attempt, name resolution included (getaddrinfo can hang).
+      const timeoutMs = config.WEBHOOK_TIMEOUT_MS;
+      const signal = AbortSignal.timeout(timeoutMs);
+      const timedOut = new Promise<never>((_, reject) =>
+        signal.addEventListener('abort', () => reject(new Error(`timeout after ${timeoutMs} ms resolving ${url.hostname}`)), { once: true }));
+      timedOut.catch(() => {});
+      const target = await Promise.race([resolveTarget(url, policy, lookup), timedOut]);
+      return await postOnce(url, target, signed, { signal, timeoutMs });
     } catch (err) {
       const message = err instanceof UrlNotAllowedError ? `refused: ${err.message}` : `error: ${(err as Error).message}`;
       return { ok: false, statusCode: null, error: message, durationMs: Math.round(performance.now() - started) };

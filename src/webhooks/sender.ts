@@ -17,14 +17,15 @@ export interface AttemptOutcome {
 /**
  * POSTs `body` to `url`, connecting to `target` (the address the SSRF guard checked) rather
  * than resolving the name again; Host and TLS SNI still name the URL's host. Redirects are
- * not followed (a 3xx is a failure); the whole attempt, connect to last byte, is bounded by
- * `timeoutMs`; at most RESPONSE_BODY_CAP bytes of the answer are read.
+ * not followed (a 3xx is a failure); the attempt ends when `deadline.signal` aborts (the
+ * caller's timer, started before name resolution); at most RESPONSE_BODY_CAP bytes of the
+ * answer are read.
  */
 export function postOnce(
   url: URL,
   target: ResolvedAddress,
   payload: { body: string; headers: Record<string, string> },
-  timeoutMs: number,
+  deadline: { signal: AbortSignal; timeoutMs: number },
 ): Promise<AttemptOutcome> {
   const started = performance.now();
   const pinned: LookupFunction = (_hostname, options, callback) => {
@@ -37,7 +38,7 @@ export function postOnce(
     const finish = (statusCode: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      deadline.signal.removeEventListener('abort', onAbort);
       req.destroy();
       const ok = error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
       resolve({ ok, statusCode, error, durationMs: Math.round(performance.now() - started) });
@@ -55,15 +56,17 @@ export function postOnce(
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
-          // The answer's content is irrelevant; reading more than the cap would let a
-          // receiver make us buffer without bound.
+          // Only the status matters; an endless answer must not hold the attempt (and its
+          // lease) open, so stop once the cap is read.
           if (read >= RESPONSE_BODY_CAP) finish(res.statusCode ?? null, null);
         });
         res.on('end', () => finish(res.statusCode ?? null, null));
         res.on('error', () => finish(res.statusCode ?? null, null));
       },
     );
-    const timer = setTimeout(() => finish(null, `timeout after ${timeoutMs} ms`), timeoutMs);
+    const onAbort = () => finish(null, `timeout after ${deadline.timeoutMs} ms`);
+    if (deadline.signal.aborted) queueMicrotask(onAbort);
+    else deadline.signal.addEventListener('abort', onAbort);
     req.on('error', (err: NodeJS.ErrnoException) => finish(null, err.code ? `${err.code}: ${err.message}` : err.message));
     req.end(payload.body);
   });
