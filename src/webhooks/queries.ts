@@ -99,17 +99,21 @@ export async function recordAttempts(q: Queryable, records: AttemptRecord[]): Pr
      ), logged AS (
        INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms)
        SELECT id, attempt, "statusCode", error, "durationMs" FROM input
+     ), outcome AS (
+       -- a retry for a webhook disabled meanwhile (410, or by an administrator) ends here
+       SELECT i.*, CASE WHEN i.status = 'pending' AND NOT w.active THEN 'failed' ELSE i.status END AS final
+       FROM input i JOIN webhook_deliveries d ON d.id = i.id JOIN webhooks w ON w.id = d.webhook_id
      )
      UPDATE webhook_deliveries d SET
-       status = i.status,
-       last_status_code = i."statusCode",
-       last_error = i.error,
+       status = o.final,
+       last_status_code = o."statusCode",
+       last_error = o.error,
        locked_until = NULL,
-       next_attempt_at = CASE WHEN i."retryInMs" IS NULL THEN d.next_attempt_at
-                              ELSE now() + make_interval(secs => i."retryInMs" / 1000) END,
-       completed_at = CASE WHEN i.status = 'pending' THEN NULL ELSE now() END
-     FROM input i
-     WHERE d.id = i.id AND d.attempts = i.attempt AND d.status = 'pending'`,
+       next_attempt_at = CASE WHEN o.final = 'pending' THEN now() + make_interval(secs => o."retryInMs" / 1000)
+                              ELSE d.next_attempt_at END,
+       completed_at = CASE WHEN o.final = 'pending' THEN NULL ELSE now() END
+     FROM outcome o
+     WHERE d.id = o.id AND d.attempts = o.attempt AND d.status = 'pending'`,
     [JSON.stringify(records)],
   );
 }

@@ -127,6 +127,26 @@ describe('webhook delivery and retries', () => {
     }
   });
 
+  it('ends a delivery whose webhook was disabled while an attempt was under way', async () => {
+    let webhookId = 0;
+    // An administrator disables the webhook while the first attempt is in flight.
+    const receiver = await startReceiver(async () => {
+      await app.db.query('UPDATE webhooks SET active = false WHERE id = $1', [webhookId]);
+      return 500;
+    });
+    try {
+      webhookId = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      await eventually(async () => (await deliveryRow(app, webhookId))[0]?.status === 'failed');
+      await sleep(400); // past the first retry time
+      assert.equal(receiver.received.length, 1, 'no retry to a disabled webhook');
+      const [row] = await deliveryRow(app, webhookId);
+      assert.deepEqual([row.attempts, row.last_status_code], [1, 500]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('treats a timeout, a redirect and a refused connection as failures; reads only a small part of a huge answer', async () => {
     const hits = { slow: 0, redirect: 0, target: 0, huge: 0 };
     const server = http.createServer((req, res) => {
