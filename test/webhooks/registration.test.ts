@@ -200,3 +200,22 @@ describe('webhook SSRF guard in production', () => {
     }
   });
 });
+
+describe('webhook routes and the user-management rate limit', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp({ RATE_LIMIT_USER_PER_MIN: '3' });
+  });
+  after(() => app.close());
+
+  it('limits each administrator to RATE_LIMIT_USER_PER_MIN webhook calls a minute', async () => {
+    const admin = await adminHeaders(app);
+    for (let i = 0; i < 3; i++) assert.equal((await app.http.get('/api/webhooks', { headers: admin })).status, 200);
+    const limited = await app.http.post('/api/webhooks', { url: 'https://hooks.example.com/rl', events: ['user.login'], secret: SECRET }, { headers: admin });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error, 'rate_limited');
+    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    const other = await adminHeaders(app);
+    assert.equal((await app.http.get('/api/webhooks', { headers: other })).status, 200, 'counted per user');
+  });
+});
