@@ -46,6 +46,9 @@ export function renderAdmin(
   locals: Record<string, unknown>,
   options: { status?: number; flash?: FlashMessage[] } = {},
 ): void {
+  // a one-time secret not shown on the page it was meant for (clientPanel takes it out before
+  // rendering that page) is dropped at the next admin page, so it never lingers in the session
+  if (req.session?.revealedSecret) delete req.session.revealedSecret;
   renderPage(req, res, `admin/${view}`, { nav: 'admin', fmt: formatTime, ...locals }, options);
 }
 

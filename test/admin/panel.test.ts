@@ -82,6 +82,21 @@ describe('admin panel over HTTP', () => {
     assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1', [webhookId])).rowCount, 1);
   });
 
+  it('drops a one-time secret that was not shown on its page at the next admin page', async () => {
+    const s = await signInPage(app, adminUser);
+    const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
+    const created = await s.post('/admin/clients', { _csrf: csrf, client_name: 'Lost Tab', callback_url: 'https://lost.example/cb', allowed_ips: '127.0.0.1' });
+    assert.equal(created.status, 303);
+    const detail = String(created.headers.location);
+    assert.match(detail, /^\/admin\/clients\/lost-tab-/);
+    await s.get('/admin/users'); // the browser went elsewhere instead of following the redirect
+    const later = await s.get(detail);
+    assert.equal(later.status, 200);
+    assert.doesNotMatch(later.text, /data-secret/, 'the secret is gone');
+    const sessions = await app.db.query<{ sess: unknown }>('SELECT sess FROM sessions');
+    assert.ok(!sessions.rows.some((r) => JSON.stringify(r.sess).includes('revealedSecret')), 'and not kept in any session');
+  });
+
   it('shows the overview counts', async () => {
     const s = await signInPage(app, adminUser);
     await app.http.post('/api/auth/login', { login: adminUser.username, password: 'wrong password' });
