@@ -13,12 +13,13 @@ export function passwordProblem(password: string): string | null {
 
 /**
  * How many bcrypt operations run at once. They run on the libuv thread pool (4 threads by
- * default), which fs, dns.lookup and crypto share, and each takes a core for ~0.25 s at
- * cost 12. More at once than there are cores only makes them compete with the event loop
- * for CPU; filling the whole pool stalls every other pool user. So: at most one per core,
- * and always one pool thread left free. Extra requests wait their turn here, in order.
+ * default), which fs, dns.lookup and crypto share, and each keeps a core busy for ~0.25 s
+ * at cost 12. Running one per core would leave the event loop (token validation, /healthz,
+ * every other request) competing with them for CPU, and filling the pool would stall every
+ * other pool user. So: one core and one pool thread are always left free (at least one
+ * operation on a single core). Extra requests wait their turn here, in order.
  */
-const BCRYPT_CONCURRENCY = Math.max(1, Math.min(os.availableParallelism(), Number(process.env.UV_THREADPOOL_SIZE ?? 4) - 1));
+const BCRYPT_CONCURRENCY = Math.max(1, Math.min(os.availableParallelism() - 1, Number(process.env.UV_THREADPOOL_SIZE ?? 4) - 1));
 let running = 0;
 const waiting: Array<() => void> = [];
 
