@@ -16,3 +16,10 @@ export function idParam(req: Request): number {
   if (!/^\d{1,9}$/.test(raw)) throw new AppError(400, 'invalid_id', 'The id must be a positive integer');
   return Number(raw);
 }
+
+/** The `:client_id` route parameter; one that no client id could be is 404 without a query. */
+export function clientIdParam(req: Request): string {
+  const raw = String(req.params.client_id);
+  if (raw.length > 128 || raw.includes('\0')) throw new AppError(404, 'client_not_found', 'There is no client system with this id.');
+  return raw;
+}

@@ -8,7 +8,7 @@ import { requireAdmin } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { noStore } from '../http/no-store.ts';
 import { input, queryInput, validateBody, validateQuery } from '../http/validate.ts';
-import { actorOf, idParam } from './actor.ts';
+import { actorOf, clientIdParam, idParam } from './actor.ts';
 import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
 import type { UserAdmin } from './users.ts';
 
@@ -38,17 +38,17 @@ export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin
     res.status(201).json({ ...toPublicClient(client), client_secret: secret });
   };
   const showClient: RequestHandler = async (req, res) => {
-    res.json(toPublicClient(await clientOr404(String(req.params.client_id))));
+    res.json(toPublicClient(await clientOr404(clientIdParam(req))));
   };
   const updateClient: RequestHandler = async (req, res) => {
     const body = input(res, updateClientSchema);
-    const client = await clients.updateClient(String(req.params.client_id), {
+    const client = await clients.updateClient(clientIdParam(req), {
       clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything,
     }, api(req, res));
     res.json(toPublicClient(client));
   };
   const rotateSecret: RequestHandler = async (req, res) => {
-    const { client, secret } = await clients.rotateSecret(String(req.params.client_id), api(req, res));
+    const { client, secret } = await clients.rotateSecret(clientIdParam(req), api(req, res));
     res.json({ client_id: client.client_id, client_secret: secret });
   };
 

@@ -4,7 +4,7 @@ import { type ClientService, toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
-import { actorOf } from './actor.ts';
+import { actorOf, clientIdParam } from './actor.ts';
 import { activeForm, clientForm } from './form-schemas.ts';
 import { checked, messageOf, renderAdmin, splitList } from './panel-common.ts';
 
@@ -19,7 +19,7 @@ export function clientPanel(deps: { clients: ClientService }) {
   const { clients } = deps;
 
   async function clientOr404(req: Request): Promise<ClientRecord> {
-    const client = await clients.findClient(String(req.params.client_id));
+    const client = await clients.findClient(clientIdParam(req));
     if (!client) throw new AppError(404, 'client_not_found', 'There is no client system with this id.');
     return client;
   }

@@ -3,9 +3,13 @@ import type { AuditFilter } from '../audit/queries.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { normalizeUsername } from '../users/username.ts';
 
-const name = z.string().trim().min(1, 'must not be empty').max(200);
-const url = z.string().trim().min(1).max(2048);
-const ipList = z.array(z.string().max(100)).max(200);
+/** PostgreSQL text cannot hold NUL: refused here as bad input rather than failing in the database. */
+export const NO_NUL = [(v: string) => !v.includes('\0'), 'must not contain NUL characters'] as const;
+const str = (max: number) => z.string().max(max).refine(...NO_NUL);
+
+const name = str(200).trim().min(1, 'must not be empty');
+const url = str(2048).trim().min(1);
+const ipList = z.array(str(100)).max(200);
 
 /** POST /api/admin/clients */
 export const createClientSchema = z.object({
@@ -26,29 +30,29 @@ export const updateClientSchema = z.object({
   allow_everything: z.boolean().optional(),
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
-const email = z.string().trim().max(254);
+const email = str(254).trim();
 
 /** POST /api/admin/users */
 export const createUserSchema = z.object({
-  username: z.string().min(1).max(64),
+  username: str(64).min(1),
   email,
-  password: z.string().min(1).max(200),
-  role: z.string().max(32).optional(),
-  full_name: z.string().trim().max(200).optional(),
+  password: str(200).min(1),
+  role: str(32).optional(),
+  full_name: str(200).trim().optional(),
   active: z.boolean().optional(),
 }).strict();
 
 /** PATCH /api/admin/users/:id */
 export const updateUserSchema = z.object({
   email: email.optional(),
-  full_name: z.string().trim().max(200).optional(),
-  role: z.string().max(32).optional(),
+  full_name: str(200).trim().optional(),
+  role: str(32).optional(),
   active: z.boolean().optional(),
 }).strict().refine((v) => Object.keys(v).length > 0, 'name at least one field to change');
 
 /** GET /api/admin/users */
 export const searchUsersQuery = z.object({
-  q: z.string().max(200).optional(),
+  q: str(200).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
@@ -57,15 +61,15 @@ function parseTime(v: string): Date {
   return new Date(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(v) ? `${v}Z` : v);
 }
 
-const timestamp = z.string().max(40).refine((v) => !Number.isNaN(parseTime(v).getTime()), 'must be an ISO date or date-time');
+const timestamp = str(40).refine((v) => !Number.isNaN(parseTime(v).getTime()), 'must be an ISO date or date-time');
 
 /** GET /api/admin/audit (and the panel's audit page) */
 export const auditQuery = z.object({
-  user: z.string().trim().max(200).optional(),
-  client_id: z.string().trim().max(200).optional(),
-  action: z.string().trim().max(100).optional(),
+  user: str(200).trim().optional(),
+  client_id: str(200).trim().optional(),
+  action: str(100).trim().optional(),
   outcome: z.enum(['success', 'failure', '']).optional(),
-  ip: z.string().trim().max(100).optional(),
+  ip: str(100).trim().optional(),
   from: z.union([timestamp, z.literal('')]).optional(),
   to: z.union([timestamp, z.literal('')]).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),

@@ -120,7 +120,7 @@ describe('admin API: the audit log', () => {
   });
 
   it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {
-    for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe']) {
+    for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe', 'user=%00', 'client_id=a%00b&format=csv', 'action=%00', 'ip=%00']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
       assert.equal(res.status, 400, q);
       assert.equal(res.body.error, 'validation_error');

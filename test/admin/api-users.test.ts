@@ -135,6 +135,8 @@ describe('admin API: users', () => {
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { active: 'no' }, admin.as), 'validation_error');
     await bad(app.http.get('/api/admin/users/abc', admin.as), 'invalid_id');
     await bad(app.http.get('/api/admin/users?limit=0', admin.as), 'validation_error');
+    await bad(app.http.get('/api/admin/users?q=%00', admin.as), 'validation_error');
+    await bad(app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'a\u0000b' }, admin.as), 'validation_error');
     assert.equal((await app.http.post('/api/admin/users', { username: user.username, email: 'a@example.com', password: 'long enough' }, admin.as)).status, 409);
     assert.equal((await app.http.get('/api/admin/users/999999', admin.as)).status, 404);
     assert.equal((await app.http.patch('/api/admin/users/999999', { full_name: 'x' }, admin.as)).body.error, 'user_not_found');

@@ -82,6 +82,18 @@ describe('admin panel over HTTP', () => {
     assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1', [webhookId])).rowCount, 1);
   });
 
+  it('answers hostile input on the pages without a server error', async () => {
+    const s = await signInPage(app, adminUser);
+    assert.equal((await s.get('/admin/clients/a%00b')).status, 404);
+    assert.equal((await s.get('/admin/users?q=a%00b')).status, 200);
+    assert.equal((await s.get('/admin/audit?action=%00')).status, 400);
+    assert.equal((await s.get('/admin/audit?from=not-a-date')).status, 400);
+    const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
+    const refused = await s.post('/admin/clients', { _csrf: csrf, client_name: 'a\u0000b', callback_url: 'https://x.example/' });
+    assert.equal(refused.status, 400);
+    assert.match(refused.text, /must not contain NUL characters/);
+  });
+
   it('drops a one-time secret that was not shown on its page at the next admin page', async () => {
     const s = await signInPage(app, adminUser);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
