@@ -41,8 +41,14 @@ export async function auditRows(app: TestApp, username: string): Promise<Array<{
   return r.rows.map((row) => ({ ...row, details: typeof row.details === 'string' ? JSON.parse(row.details) : row.details }));
 }
 
-/** The TOTP code of `secret` `steps` time steps from now. */
-export function totpCode(secret: string, steps = 0): Promise<string> {
+/**
+ * The TOTP code of `secret` `steps` time steps from now. Close to the end of a step it
+ * first waits for the next one, so the server (which accepts one step either side) checks
+ * the code in the step it was computed in, even on a slow machine.
+ */
+export async function totpCode(secret: string, steps = 0): Promise<string> {
+  const leftInStep = 30_000 - (Date.now() % 30_000);
+  if (leftInStep < 3_000) await new Promise((r) => setTimeout(r, leftInStep + 50));
   return generate({ secret, epoch: Math.floor(Date.now() / 1000) + steps * 30 });
 }
 
