@@ -280,6 +280,21 @@ describe('the admin panel in Chromium', { skip: browserMissing }, () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('reads well in the dark colour scheme (axe-core on each admin page)', async () => {
+    const dark = await (await newContext(browser, { colorScheme: 'dark' })).newPage();
+    await signIn(dark, app, admin);
+    const { client } = await app.services.clients.createClient({ name: 'Dark Mode CRM', callbackUrl: 'https://dark.example/cb', allowedIps: ['127.0.0.1'] }, { via: 'cli' });
+    for (const [path, name] of [['/admin', 'overview'], ['/admin/clients', 'clients'], [`/admin/clients/${client.client_id}`, 'client'], ['/admin/users', 'users'], ['/admin/webhooks', 'webhooks'], ['/admin/audit', 'audit']]) {
+      await dark.goto(`${app.url}${path}`);
+      await assertAccessible(dark, `${name} (dark)`);
+    }
+    await dark.goto(`${app.url}/admin/clients/${client.client_id}/regenerate`);
+    await dark.getByRole('button', { name: 'Yes, regenerate the secret' }).click();
+    await dark.waitForURL(`**/admin/clients/${client.client_id}`);
+    await assertAccessible(dark, 'secret shown (dark)');
+    await saveScreenshot(dark, 'admin-client-secret-dark');
+  });
+
   it('refuses a non-admin everywhere with a 403 page and shows them no admin link', async () => {
     const member = await makeUser(app);
     const memberPage = await (await newContext(browser)).newPage();
