@@ -58,7 +58,10 @@ describe('the admin panel in Chromium', { skip: browserMissing }, () => {
     const secretField = page.locator('input[data-secret]');
     const secret = await secretField.inputValue();
     assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
-    assert.ok(await page.getByRole('button', { name: 'Copy' }).isVisible(), 'a copy button next to the secret');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the secret');
     assert.match(await page.locator('.secret').innerText(), /shown only this once/);
     const clientId = (await page.locator('[data-field="client_id"]').innerText()).trim();
     assert.equal((await tokenFor({ client_id: clientId }, secret, user.username)).status, 200, 'the secret shown works');
