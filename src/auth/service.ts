@@ -26,7 +26,16 @@ export interface LoginInput {
 }
 
 /** Why a failed attempt failed (audit log and user.login_failed only; never told to the caller). */
-type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked';
+export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked';
+
+/**
+ * The reason as /metrics shows it. That endpoint is anonymous, so an unknown name, a wrong
+ * password and an inactive user are one label value: a scrape before and after a login must
+ * not tell whether the name exists. The audit log and user.login_failed keep the precise reason.
+ */
+export function metricFailureReason(reason: FailureReason): 'invalid_credentials' | 'invalid_totp' | 'account_locked' {
+  return reason === 'invalid_totp' || reason === 'account_locked' ? reason : 'invalid_credentials';
+}
 
 const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'Invalid login or password');
 
@@ -71,7 +80,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       return counted;
     });
     outbox.wake();
-    metrics.loginFailures.inc({ reason });
+    metrics.loginFailures.inc({ reason: metricFailureReason(reason) });
     if (outcome.counted && outcome.lockedUntil) metrics.lockouts.inc();
     if (!outcome.counted) {
       // a concurrent attempt locked the name while this one was being checked
@@ -94,7 +103,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       });
     });
     outbox.wake();
-    metrics.loginFailures.inc({ reason: 'account_locked' });
+    metrics.loginFailures.inc({ reason: metricFailureReason('account_locked') });
     throw accountLocked(remainingMinutes);
   }
 

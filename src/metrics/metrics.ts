@@ -18,7 +18,7 @@ export interface Metrics {
   tokensValidated: Counter;
   /** SSO token validations refused, by reason (invalid_token, token_expired, ...). */
   tokensRejected: Counter<'reason'>;
-  /** Failed user logins, by reason (bad_credentials, bad_totp, locked, ...). */
+  /** Failed user logins, by reason: invalid_credentials (unknown name, wrong password, inactive user: one value, so the anonymous /metrics reveals no usernames), invalid_totp, account_locked. */
   loginFailures: Counter<'reason'>;
   /** Accounts locked after too many failed logins. */
   lockouts: Counter;

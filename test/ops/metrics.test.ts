@@ -12,7 +12,7 @@ describe('GET /metrics', () => {
   let app: TestApp;
   before(async () => {
     // A low per-client validation limit, so a refusal is easy to cause; every test uses its own client.
-    app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '3', WEBHOOK_BACKOFF_MS: '10' });
+    app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '3', RATE_LIMIT_LOGIN_PER_MIN: '100', WEBHOOK_BACKOFF_MS: '10' });
   });
   after(() => app.close());
 
@@ -98,9 +98,31 @@ describe('GET /metrics', () => {
     assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status, 423);
     const after = await scrape();
     const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
-    assert.equal(delta('auth_login_failures_total', { reason: 'invalid_password' }), 5);
+    assert.equal(delta('auth_login_failures_total', { reason: 'invalid_credentials' }), 5);
     assert.equal(delta('auth_login_failures_total', { reason: 'account_locked' }), 1);
     assert.equal(delta('auth_lockouts_total'), 1);
+  });
+
+  it('counts an unknown name, a wrong password and an inactive user as one series, so a scrape reveals no usernames', async () => {
+    const user = await makeUser(app);
+    const inactive = await makeUser(app, { active: false });
+    const failures = (samples: Awaited<ReturnType<typeof scrape>>) =>
+      new Map(samples.filter((s) => s.name === 'auth_login_failures_total').map((s) => [JSON.stringify(s.labels), s.value]));
+    /** The auth_login_failures_total series a login moved, and by how much. */
+    const moved = async (login: string, password: string) => {
+      const before = failures(await scrape());
+      assert.equal((await app.http.post('/api/auth/login', { login, password })).status, 401);
+      const after = failures(await scrape());
+      return [...after].filter(([k, v]) => v !== (before.get(k) ?? 0)).map(([k, v]) => [k, v - (before.get(k) ?? 0)]);
+    };
+    const unknown = await moved(`nobody-${randomUUID()}`, 'whatever-password');
+    const wrongPassword = await moved(user.username, 'not-the-password');
+    const inactiveUser = await moved(inactive.username, inactive.password);
+    assert.deepEqual(unknown, [[JSON.stringify({ reason: 'invalid_credentials' }), 1]]);
+    assert.deepEqual(wrongPassword, unknown);
+    assert.deepEqual(inactiveUser, unknown);
+    const reasons = new Set((await scrape()).filter((s) => s.name === 'auth_login_failures_total').map((s) => s.labels.reason));
+    for (const precise of ['unknown_user', 'invalid_password', 'user_inactive']) assert.equal(reasons.has(precise), false, precise);
   });
 
   it('counts webhook delivery attempts by outcome', async () => {
