@@ -6,8 +6,15 @@ import ipaddr from 'ipaddr.js';
  * address an administrator typed in; in production it must not reach the service's own
  * network (databases, the cloud metadata endpoint, admin ports on loopback). Only global
  * unicast addresses pass: everything ipaddr.js files under a special range (loopback,
- * private, link-local, unique-local, CGNAT, unspecified, multicast, reserved, NAT64,
- * 6to4/Teredo tunnels, ...) is refused, and IPv4-mapped IPv6 is judged as the IPv4 it maps.
+ * private, link-local, unique-local, CGNAT, unspecified, multicast, reserved, 6to4/Teredo
+ * tunnels, ...) is refused, and so is any IPv6 address outside global unicast 2000::/3.
+ * IPv6 spellings of IPv4 addresses are judged by the IPv4 address they embed:
+ * - IPv4-mapped ::ffff:a.b.c.d is judged as a.b.c.d;
+ * - NAT64 64:ff9b::a.b.c.d (RFC 6052 well-known prefix) reaches a.b.c.d through the
+ *   translator, so it is judged as a.b.c.d (a public one passes, as DNS64 hands them out);
+ * - the deprecated IPv4-compatible ::a.b.c.d (::/96 other than :: and ::1; the URL parser
+ *   writes [::127.0.0.1] as [::7f00:1], which ipaddr.js calls unicast) is always refused,
+ *   named after the embedded address's range when that is special ('loopback', 'metadata').
  */
 
 /** How the guard is configured: on in production unless WEBHOOK_ALLOW_PRIVATE=true. */
@@ -31,12 +38,48 @@ export function classifyAddress(address: string): string {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     // process() folds ::ffff:a.b.c.d to IPv4, so a mapped loopback is judged as loopback.
-    parsed = ipaddr.process(address.replace(/^\[|\]$/g, ''));
+    parsed = ipaddr.process(canonicalIPv6(address.replace(/^\[|\]$/g, '')));
   } catch {
     return 'invalid';
   }
   if (METADATA.has(parsed.toString())) return 'metadata';
-  return parsed.range();
+  if (parsed.kind() === 'ipv4') return parsed.range();
+  const v6 = parsed as ipaddr.IPv6;
+  const range = v6.range();
+  if (range === 'unspecified' || range === 'loopback') return range;
+  if (v6.match(NAT64_WELL_KNOWN)) return classifyAddress(embeddedIPv4(v6));
+  if (v6.match(IPV4_COMPATIBLE)) {
+    const embedded = classifyAddress(embeddedIPv4(v6));
+    return embedded === 'unicast' ? 'ipv4Compatible' : embedded;
+  }
+  if (range === 'unicast' && !v6.match(GLOBAL_UNICAST)) return 'notGlobalUnicast';
+  return range;
+}
+
+/** 64:ff9b::/96, the NAT64 well-known prefix: the last 32 bits are the IPv4 destination. */
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
+/** ::/96, the deprecated IPv4-compatible addresses (:: and ::1 are taken out before). */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96');
+/** 2000::/3, the only IPv6 block allocated for global unicast. */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
+/**
+ * An IPv6 address as the WHATWG URL parser writes it (hex groups only), anything else as it
+ * is. ipaddr.js reads the dotted form `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`, but it
+ * is the IPv4-compatible `::a.b.c.d`, and that is how the resolver prints such addresses.
+ */
+function canonicalIPv6(address: string): string {
+  if (!address.includes(':') || !address.includes('.')) return address;
+  try {
+    return new URL(`http://[${address}]/`).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return address;
+  }
+}
+
+/** The IPv4 address in the last 32 bits of an IPv6 address, dotted. */
+function embeddedIPv4(v6: ipaddr.IPv6): string {
+  return v6.toByteArray().slice(12).join('.');
 }
 
 /** Whether a request to `address` is allowed under `policy`. */

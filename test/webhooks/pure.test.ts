@@ -106,10 +106,43 @@ describe('webhook address classification', () => {
       ['100.64.0.1', 'carrierGradeNat'], ['0.0.0.0', 'unspecified'], ['::', 'unspecified'],
       ['169.254.169.254', 'metadata'], ['fd00:ec2::254', 'metadata'],
       ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['::ffff:169.254.169.254', 'metadata'], ['::ffff:10.0.0.1', 'private'],
-      ['64:ff9b::7f00:1', 'rfc6052'], ['224.0.0.1', 'multicast'], ['255.255.255.255', 'broadcast'],
+      ['64:ff9b:1::a00:1', 'rfc6052'], ['224.0.0.1', 'multicast'], ['255.255.255.255', 'broadcast'],
     ]) {
       assert.equal(classifyAddress(address), range, address);
       assert.equal(isAllowedAddress(address, block), false, address);
+    }
+  });
+
+  it('judges IPv4-compatible (::/96) and NAT64 (64:ff9b::/96) addresses by the IPv4 address they embed', () => {
+    for (const [address, range] of [
+      // the URL parser writes [::127.0.0.1] as [::7f00:1]; ipaddr.js alone calls these unicast
+      ['::7f00:1', 'loopback'], ['::127.0.0.1', 'loopback'], ['::a9fe:a9fe', 'metadata'], ['::169.254.169.254', 'metadata'],
+      ['::a00:1', 'private'], ['::c0a8:101', 'private'], ['::a9fe:101', 'linkLocal'], ['::6440:1', 'carrierGradeNat'], ['::2', 'unspecified'],
+      // deprecated, never a real destination: refused even when the embedded address is public
+      ['::808:808', 'ipv4Compatible'], ['::93.184.216.34', 'ipv4Compatible'],
+      ['64:ff9b::7f00:1', 'loopback'], ['64:ff9b::127.0.0.1', 'loopback'], ['64:ff9b::a9fe:a9fe', 'metadata'], ['64:ff9b::a00:1', 'private'],
+    ]) {
+      assert.equal(classifyAddress(address), range, address);
+      assert.equal(isAllowedAddress(address, block), false, address);
+    }
+    // NAT64 to a public IPv4 address is how an IPv6-only host with DNS64 reaches it
+    assert.equal(classifyAddress('64:ff9b::808:808'), 'unicast');
+    assert.equal(isAllowedAddress('64:ff9b::808:808', block), true);
+  });
+
+  it('allows only global unicast 2000::/3 among IPv6 addresses ipaddr.js calls unicast', () => {
+    for (const address of ['4000::1', '1000::1', 'e000::1', '::1:0:0:1', '0:0:0:1::1']) {
+      assert.equal(classifyAddress(address), 'notGlobalUnicast', address);
+      assert.equal(isAllowedAddress(address, block), false, address);
+    }
+    assert.equal(isAllowedAddress('2a00:1450:4001:80b::200e', block), true);
+  });
+
+  it('refuses IPv4-compatible spellings of loopback and metadata in URLs', async () => {
+    for (const raw of ['http://[::127.0.0.1]:8080/hook', 'http://[::7f00:1]/', 'http://[::169.254.169.254]/', 'http://[::a9fe:a9fe]/',
+      'http://[64:ff9b::127.0.0.1]/', 'http://[64:ff9b::a9fe:a9fe]/']) {
+      await assert.rejects(resolveTarget(parseWebhookUrl(raw), block, async () => []), (e: unknown) =>
+        e instanceof UrlNotAllowedError && e.reason === 'private_address', raw);
     }
   });
 

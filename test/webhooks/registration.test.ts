@@ -166,6 +166,9 @@ describe('webhook SSRF guard in production', () => {
       'http://169.254.169.254/', 'http://[::ffff:127.0.0.1]/', 'http://127.0.0.1:8080/', 'http://0x7f000001/', 'http://2130706433/',
       'http://0177.0.0.1/', 'http://[::1]/', 'http://10.0.0.8/', 'http://192.168.0.1/', 'http://100.64.1.1/', 'http://[fd00:ec2::254]/',
       'http://0.0.0.0/', 'http://localhost:9999/hook',
+      // IPv4-compatible and NAT64 spellings (the parser turns [::127.0.0.1] into [::7f00:1])
+      'http://[::127.0.0.1]:8080/hook', 'http://[::a9fe:a9fe]/', 'http://[::10.0.0.8]/', 'http://[::8.8.8.8]/',
+      'http://[64:ff9b::127.0.0.1]/', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[4000::1]/',
     ]) {
       const r = await app.http.post('/api/webhooks', { url, events: ['user.login'], secret: SECRET }, { headers: admin });
       assert.equal(r.status, 400, `${url} -> ${r.text}`);
