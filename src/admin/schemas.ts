@@ -61,7 +61,22 @@ function parseTime(v: string): Date {
   return new Date(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(v) ? `${v}Z` : v);
 }
 
-const timestamp = str(40).refine((v) => !Number.isNaN(parseTime(v).getTime()), 'must be an ISO date or date-time');
+/**
+ * The years (UTC) a time filter may name. JavaScript dates reach ±275760, PostgreSQL's
+ * timestamptz 4713 BC to 294276 AD and the embedded database only four-digit years, so a far
+ * year such as -004800 would fail in the database (a 500); the audit log holds nothing
+ * outside these years anyway.
+ */
+export const TIME_FILTER_YEARS = { min: 1970, max: 9999 } as const;
+
+const timestamp = str(40).superRefine((v, ctx) => {
+  const t = parseTime(v);
+  if (Number.isNaN(t.getTime())) {
+    ctx.addIssue({ code: 'custom', message: 'must be an ISO date or date-time' });
+  } else if (t.getUTCFullYear() < TIME_FILTER_YEARS.min || t.getUTCFullYear() > TIME_FILTER_YEARS.max) {
+    ctx.addIssue({ code: 'custom', message: `must be a time in the years ${TIME_FILTER_YEARS.min} to ${TIME_FILTER_YEARS.max} (UTC)` });
+  }
+});
 
 /** GET /api/admin/audit (and the panel's audit page) */
 export const auditQuery = z.object({
@@ -98,7 +113,9 @@ export function auditFilterOf(q: AuditQuery): AuditFilter {
   if (q.from) f.from = parseTime(q.from);
   if (q.to) {
     const to = parseTime(q.to);
-    f.to = /^\d{4}-\d{2}-\d{2}$/.test(q.to) ? new Date(to.getTime() + 86_400_000) : to;
+    const end = /^\d{4}-\d{2}-\d{2}$/.test(q.to) ? new Date(to.getTime() + 86_400_000) : to;
+    // the end of 9999-12-31 is past every time the database can be handed: no upper bound then
+    if (end.getUTCFullYear() <= TIME_FILTER_YEARS.max) f.to = end;
   }
   return f;
 }

@@ -125,6 +125,17 @@ describe('admin API: the audit log', () => {
       assert.equal(res.status, 400, q);
       assert.equal(res.body.error, 'validation_error');
     }
+    // valid JavaScript dates that PostgreSQL's timestamptz cannot hold (or nobody means): 400, never a 500
+    for (const q of ['from=-004800-01-01', 'to=-004800-01-01', 'from=%2B275760-09-13T00:00:00Z', 'to=%2B010000-01-01', 'from=1969-12-31',
+      'to=0001-01-01T00:00', 'to=9999-12-31T23:00:00-05:00', 'from=-271821-04-20T00:00:00Z&format=csv', 'to=%2B200000-01-01&format=ndjson']) {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      assert.equal(res.status, 400, `${q} -> ${res.status} ${res.text.slice(0, 200)}`);
+      assert.equal(res.body.error, 'validation_error', q);
+    }
+    for (const q of ['from=1970-01-01', 'to=9999-12-31', 'from=1970-01-01T00:00:00-01:00', 'to=9999-12-31T23:59:59.999Z', 'to=9999-12-31&format=csv']) {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      assert.equal(res.status, 200, `${q} -> ${res.status} ${res.text.slice(0, 200)}`);
+    }
     assert.equal((await app.http.get('/api/admin/audit')).status, 401);
     assert.equal((await app.http.get('/api/admin/audit?format=csv')).status, 401);
     const forbidden = await app.http.get('/api/admin/audit?format=csv', member.as);
