@@ -9,6 +9,7 @@ import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import type { RateLimiters } from './http/rate-limit.ts';
 import { sessionMiddleware } from './http/session.ts';
+import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use('/api', requireJsonBody);
   app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
+  app.use(rejectUnstorableText); // NUL and lone surrogates are bad input, not database errors
 
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
   // validation) never load a session or look for a signed-in user.

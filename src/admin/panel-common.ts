@@ -1,5 +1,6 @@
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../http/errors.ts';
+import { formBody } from '../http/text-guard.ts';
 import { type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
 import type { UserRecord } from '../users/queries.ts';
 
@@ -14,7 +15,7 @@ declare module 'express-session' {
 }
 
 /** Admin forms post urlencoded bodies; the webhook form has one checkbox per event. */
-export const adminFormBody = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 });
+export const adminFormBody = formBody({ parameterLimit: 50 });
 
 /**
  * The panel is for administrators in a browser session. Nobody signed in: to the sign-in

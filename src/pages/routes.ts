@@ -3,6 +3,7 @@ import type { AuthService } from '../auth/service.ts';
 import type { ClientService } from '../clients/service.ts';
 import type { Db } from '../db/db.ts';
 import { noStore } from '../http/no-store.ts';
+import { formBody as formBodyParser } from '../http/text-guard.ts';
 import { validateBody } from '../http/validate.ts';
 import type { SsoService } from '../sso/service.ts';
 import { requireCsrf } from './csrf.ts';
@@ -13,7 +14,7 @@ import { clientTarget, serviceTarget } from './login-target.ts';
 import { clientFormSchema, linkFormSchema, loginFormSchema } from './schemas.ts';
 
 /** HTML forms post urlencoded bodies; small ones, flat fields only. */
-const formBody = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+const formBody = formBodyParser({ parameterLimit: 20 });
 
 /**
  * The server-rendered pages: sign-in for client systems (/sso/login) and for this service

@@ -126,7 +126,7 @@ describe('admin API: client systems', () => {
     assert.equal(empty.body.error, 'validation_error');
     assert.equal((await app.http.patch(`/api/admin/clients/${created.client_id}`, { active: 'yes' }, admin.as)).status, 400);
     assert.equal((await app.http.get('/api/admin/clients/no-such-client', admin.as)).status, 404);
-    assert.equal((await app.http.get('/api/admin/clients/a%00b', admin.as)).status, 404, 'a NUL in the id is not a database error');
+    assert.equal((await app.http.get('/api/admin/clients/a%00b', admin.as)).status, 400, 'a NUL in the id is bad input, not a database error');
     assert.equal((await app.http.post('/api/admin/clients', { client_name: 'a\u0000b', callback_url: 'https://x.example/' }, admin.as)).body.error, 'validation_error');
     assert.equal((await app.http.patch(`/api/admin/clients/${created.client_id}`, { allowed_ips: ['10.0.0.1\u0000'] }, admin.as)).body.error, 'validation_error');
     assert.equal((await app.http.patch('/api/admin/clients/no-such-client', { active: false }, admin.as)).body.error, 'client_not_found');
