@@ -40,13 +40,19 @@ export function queryInput<S extends z.ZodType>(res: Response, _schema?: S): z.i
   return res.locals.query as z.infer<S>;
 }
 
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
 /**
  * API bodies are JSON: a request that carries a body of another type is 415 before any
- * parsing happens.
+ * parsing happens. A POST that carries cookies must say application/json even without a
+ * body: a cross-site HTML form can send a cookie-authenticated POST, but not with that
+ * content type (the browser would ask first, and we answer no CORS), so this closes CSRF
+ * on the session-authenticated JSON API.
  */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && !req.is('application/json')) {
+  const cookiePost = req.method === 'POST' && req.headers.cookie !== undefined;
+  if ((hasBody || cookiePost) && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
     throw new AppError(415, 'unsupported_media_type', 'Send the body as application/json');
   }
   next();

@@ -15,7 +15,8 @@ export async function signedIn(app: TestApp, role: 'admin' | 'user' = 'admin'): 
   const user = await makeUser(app, { role });
   const { res, cookie } = await signIn(app, user.username, user.password);
   if (res.status !== 200 || !cookie) throw new Error(`sign-in failed: ${res.status} ${res.text}`);
-  return { user, cookie, as: { headers: { cookie } } };
+  // A same-origin script says what it sends; a cookie-carrying POST without it is refused (CSRF).
+  return { user, cookie, as: { headers: { cookie, 'content-type': 'application/json' } } };
 }
 
 /** Audit rows of an action, newest first, details parsed. */

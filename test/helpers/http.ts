@@ -56,7 +56,13 @@ export function client(baseUrl: string, defaults: Omit<RequestOptions, 'body' | 
   const merge = (o: RequestOptions) => ({ ...defaults, ...o, headers: { ...defaults.headers, ...o.headers } });
   return {
     get: <T = any>(path: string, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'GET' })),
-    post: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'POST', body })),
+    /**
+     * POST; without a body it still says `content-type: application/json`, as a same-origin
+     * script calling the API does (a cookie-carrying POST without it is refused as CSRF).
+     * Use `request()` to send exactly what a test needs.
+     */
+    post: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) =>
+      request<T>(baseUrl + path, merge({ ...o, method: 'POST', body, headers: body === undefined ? { 'content-type': 'application/json', ...o.headers } : o.headers })),
     patch: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'PATCH', body })),
     delete: <T = any>(path: string, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'DELETE' })),
   };

@@ -59,3 +59,60 @@ describe('API input hardening', () => {
     assert.equal(/at .*\.ts:\d+/.test(r.text), false);
   });
 });
+
+describe('text the database cannot store', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  const hostile = ['a\u0000b', 'ab\ud800'];
+
+  for (const bad of hostile) {
+    const label = JSON.stringify(bad);
+    it(`answers 400 validation_error, never 500, for ${label} on the SSO and login routes`, async () => {
+      const cases: Array<[string, unknown]> = [
+        ['/api/sso/token', { client_id: bad, client_secret: 'x', username: 'u' }],
+        ['/api/sso/token', { client_id: 'c', client_secret: 'x', username: bad }],
+        ['/api/sso/validate', { client_id: bad, client_secret: 'x', token: 't' }],
+        ['/api/validate-token', { client_id: 'c', client_secret: bad, token: 't' }],
+        ['/api/sso/logout', { client_id: bad, client_secret: 'x', token: 't' }],
+        ['/api/auth/login', { login: bad, password: 'x' }],
+        ['/api/login', { username: bad, password: 'x' }],
+        ['/api/auth/login', { [bad]: 'key', login: 'a', password: 'b' }],
+      ];
+      for (const [path, body] of cases) {
+        const r = await app.http.post(path, body);
+        assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}: ${r.text}`);
+        assert.equal(r.body.error, 'validation_error');
+      }
+    });
+  }
+
+  it('refuses a NUL in the query string and the path of pages', async () => {
+    assert.equal((await app.http.get('/sso/login?client_id=a%00b')).status, 400);
+    assert.equal((await app.http.get('/api/admin/clients/a%00b')).status, 400);
+  });
+});
+
+describe('cross-site requests with cookies', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  it('refuses a cookie-carrying POST to the API that a cross-site form could send', async () => {
+    // what <form method=post> on another site sends: cookies, no JSON content type
+    for (const headers of [{ cookie: 'auth.sid=anything' } as Record<string, string>, { cookie: 'auth.sid=anything', 'content-type': 'application/x-www-form-urlencoded' }, { cookie: 'auth.sid=anything', 'content-type': 'text/plain' }]) {
+      const r = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers });
+      assert.equal(r.status, 415, JSON.stringify(headers));
+      assert.equal(r.body.error, 'unsupported_media_type');
+    }
+    const sameOrigin = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers: { cookie: 'auth.sid=anything', 'content-type': 'application/json' } });
+    assert.equal(sameOrigin.status, 200);
+    const noCookie = await request(`${app.url}/api/auth/logout`, { method: 'POST' });
+    assert.equal(noCookie.status, 200, 'server-to-server callers without cookies are unaffected');
+  });
+});
