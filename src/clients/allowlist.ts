@@ -18,6 +18,8 @@ export function normalizeAllowListEntry(raw: string): string {
   const entry = raw.trim();
   try {
     if (entry.includes('/')) {
+      assertPlainAddress(entry.slice(0, entry.indexOf('/')));
+      if (!/^\/(0|[1-9]\d{0,2})$/.test(entry.slice(entry.indexOf('/')))) throw new Error('bad prefix length');
       const [addr, bits] = ipaddr.parseCIDR(entry);
       if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
         const v4 = (addr as ipaddr.IPv6).toIPv4Address();
@@ -28,13 +30,21 @@ export function normalizeAllowListEntry(raw: string): string {
         : ipaddr.IPv6.networkAddressFromCIDR(entry);
       return `${network.toString()}/${bits}`;
     }
-    if (!ipaddr.isValid(entry) || !/^[0-9a-fA-F.:]+$/.test(entry)) throw new Error('not an address');
-    // Only dotted-quad IPv4 (ipaddr also accepts "0x7f.1" and "127.1", which people do not mean).
-    if (!entry.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(entry)) throw new Error('not dotted-quad');
+    assertPlainAddress(entry);
     return ipaddr.process(entry).toString();
   } catch {
     throw new InvalidAllowListEntry(raw);
   }
+}
+
+/**
+ * Accepts only the spellings people mean: IPv6 in hex groups, IPv4 as four decimal parts
+ * without leading zeros. ipaddr.js also takes "0x7f.1", "127.1", "2130706433" and reads
+ * "010" as octal, which would silently admit another network.
+ */
+function assertPlainAddress(addr: string): void {
+  if (!ipaddr.isValid(addr) || !/^[0-9a-fA-F.:]+$/.test(addr)) throw new Error('not an address');
+  if (!addr.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(addr)) throw new Error('not dotted-quad');
 }
 
 /** Normalizes a whole list; collects every bad entry so a caller can name them all. */

@@ -39,8 +39,13 @@ export function toPublicClient(c: ClientRecord): PublicClient {
   };
 }
 
-/** A callback must be an absolute http(s) URL without credentials or a fragment. */
-export function checkCallbackUrl(raw: string): string {
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * A callback must be an absolute http(s) URL without credentials or a fragment. In
+ * production it must be https (the token travels in its query string), except on loopback.
+ */
+export function checkCallbackUrl(raw: string, options: { production?: boolean } = {}): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -49,6 +54,9 @@ export function checkCallbackUrl(raw: string): string {
   }
   if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.hash) {
     throw new AppError(400, 'invalid_callback_url', 'callback_url must be an absolute http(s) URL without credentials or fragment');
+  }
+  if (options.production && url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
+    throw new AppError(400, 'invalid_callback_url', 'callback_url must use https: the token travels in its query string');
   }
   return url.toString();
 }
@@ -74,8 +82,9 @@ export function checkAllowList(entries: string[], options: { allowEverything?: b
 }
 
 /** Client-system administration and the credential check of the SSO endpoints. */
-export function createClientService(deps: Pick<Deps, 'db' | 'outbox'>) {
+export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>) {
   const { db, outbox } = deps;
+  const production = deps.config.NODE_ENV === 'production';
 
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
@@ -83,7 +92,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox'>) {
       input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean },
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
-      const callbackUrl = checkCallbackUrl(input.callbackUrl);
+      const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
       const clientId = input.clientId ?? generateClientId(input.name);
       const secret = generateClientSecret();
@@ -125,7 +134,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox'>) {
     ): Promise<ClientRecord> {
       const changes = {
         clientName: patch.clientName,
-        callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl),
+        callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl, { production }),
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),
         active: patch.active,
       };

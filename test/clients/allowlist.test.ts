@@ -13,7 +13,9 @@ describe('allow-list entries (pure logic)', () => {
   });
 
   it('refuses what is not an address or range', () => {
-    for (const bad of ['', 'localhost', '10.0.0.0/33', '::/129', '1.2.3', '0x7f000001', '127.1', '300.1.1.1', '10.0.0.1/x']) {
+    for (const bad of ['', 'localhost', '10.0.0.0/33', '::/129', '1.2.3', '0x7f000001', '127.1', '300.1.1.1', '10.0.0.1/x',
+      // spellings ipaddr.js would read as another network
+      '192.168.001.010/32', '010.0.0.0/8', '0x0a.0.0.0/8', '10.1/16', '2130706433/32', '10.0.0.010', '10.0.0.0/08', '10.0.0.0/+8']) {
       assert.throws(() => normalizeAllowListEntry(bad), InvalidAllowListEntry, bad);
     }
   });

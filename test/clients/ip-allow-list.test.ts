@@ -89,3 +89,26 @@ describe('IP allow list on the token endpoints', () => {
     );
   });
 });
+
+describe('callback URLs', () => {
+  it('must be https in production, except on loopback', async () => {
+    const prod = await startTestApp({ NODE_ENV: 'production' });
+    try {
+      const create = (callbackUrl: string) => prod.services.clients.createClient({ name: 'Cb', callbackUrl }, { via: 'cli' });
+      await assert.rejects(create('http://shop.example/cb'), (err: Error & { code?: string }) => err.code === 'invalid_callback_url');
+      assert.equal((await create('https://shop.example/cb')).client.callback_url, 'https://shop.example/cb');
+      assert.equal((await create('http://127.0.0.1:4000/cb')).client.callback_url, 'http://127.0.0.1:4000/cb');
+    } finally {
+      await prod.close();
+    }
+    const dev = await startTestApp();
+    try {
+      const { client } = await dev.services.clients.createClient({ name: 'Cb', callbackUrl: 'http://shop.example/cb' }, { via: 'cli' });
+      assert.equal(client.callback_url, 'http://shop.example/cb', 'http is fine outside production');
+      await assert.rejects(dev.services.clients.createClient({ name: 'Cb', callbackUrl: 'javascript:alert(1)' }, { via: 'cli' }));
+      await assert.rejects(dev.services.clients.createClient({ name: 'Cb', callbackUrl: 'https://u:p@shop.example/cb' }, { via: 'cli' }));
+    } finally {
+      await dev.close();
+    }
+  });
+});
