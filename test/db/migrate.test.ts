@@ -43,6 +43,25 @@ describe('migrations', () => {
   });
 });
 
+describe('npm run migrate', () => {
+  it('applies pending migrations once and then reports the database up to date', async () => {
+    const { execFile } = await import('node:child_process');
+    const { ROOT } = await import('../helpers/processes.ts');
+    const t = onPostgres ? await createTestDatabase() : undefined;
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-migrate-'));
+    const env = { ...process.env, DATABASE_URL: t?.url ?? '', DATA_DIR: dataDir };
+    const run = () => new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', 'src/db/migrate-cli.ts'], { cwd: ROOT, env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
+    });
+    try {
+      assert.match(await run(), /^applied: 0001_foundation\.sql/);
+      assert.equal((await run()).trim(), 'the database is up to date');
+    } finally {
+      await t?.drop();
+    }
+  });
+});
+
 describe('embedded database', { skip: onPostgres && 'embedded only' }, () => {
   it('refuses a second service on the same data directory', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
