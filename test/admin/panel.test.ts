@@ -89,6 +89,10 @@ describe('admin panel over HTTP', () => {
     assert.equal((await s.get('/admin/users?q=a%00b')).status, 400);
     assert.equal((await s.get('/admin/audit?action=%00')).status, 400);
     assert.equal((await s.get('/admin/audit?from=not-a-date')).status, 400);
+    // a valid JavaScript date PostgreSQL cannot hold is a bad filter, not a database error
+    assert.equal((await s.get('/admin/audit?from=-004800-01-01')).status, 400);
+    assert.equal((await s.get('/admin/audit?to=%2B010000-01-01')).status, 400);
+    assert.equal((await s.get('/admin/audit?to=9999-12-31')).status, 200);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
     const refused = await s.post('/admin/clients', { _csrf: csrf, client_name: 'a\u0000b', callback_url: 'https://x.example/' });
     assert.equal(refused.status, 400);
