@@ -4,23 +4,16 @@ import { setTotpEnabled } from '../auth/queries.ts';
 import type { Actor } from '../clients/service.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
-import { clearLoginAttempts } from '../users/queries.ts';
+import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
 import type { UserService } from '../users/service.ts';
 import { normalizeUsername } from '../users/username.ts';
 
 /** A user as administrators see it: SPEC 2.2 plus active, locked_until, totp_enabled. */
-export interface AdminUser {
-  id: number;
-  username: string;
-  email: string;
-  role: string;
-  full_name: string;
-  active: boolean;
+export type AdminUser = UserRecord & {
   /** When the current lockout ends (ISO), or null when not locked. */
   locked_until: string | null;
-  totp_enabled: boolean;
   created_at: string;
-}
+};
 
 /** A client system linked to a user on the dashboard. */
 export interface UserLink {
@@ -30,17 +23,7 @@ export interface UserLink {
   linked_at: string;
 }
 
-interface AdminUserRow {
-  id: number;
-  username: string;
-  email: string;
-  role: string;
-  full_name: string;
-  active: boolean;
-  locked_until: Date | null;
-  totp_enabled: boolean;
-  created_at: Date;
-}
+type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date };
 
 // lockout counters are keyed by the normalized login name, which is the stored username
 const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at,

@@ -3,19 +3,8 @@ import type { Writable } from 'node:stream';
 import type { Queryable } from '../db/db.ts';
 import { type AuditFilter, auditBatchAfter, type AuditRow } from './queries.ts';
 
-/** An audit row as the API and the exports show it. */
-export interface PublicAuditEntry {
-  id: number;
-  at: string;
-  action: string;
-  outcome: string;
-  user_id: number | null;
-  username: string | null;
-  client_id: string | null;
-  ip_address: string | null;
-  user_agent: string | null;
-  details: Record<string, unknown>;
-}
+/** An audit row as the API and the exports show it: the row with a numeric id and an ISO time. */
+export type PublicAuditEntry = Omit<AuditRow, 'id' | 'at'> & { id: number; at: string };
 
 export function toPublicAudit(row: AuditRow): PublicAuditEntry {
   return {
