@@ -8,7 +8,7 @@ import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import type { RateLimiters } from './http/rate-limit.ts';
-import { sessionMiddleware } from './http/session.ts';
+import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
@@ -58,6 +58,7 @@ export function createApp(deps: AppDeps): Express {
   }
 
   app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
+  app.use(saveSessionBeforeRedirect); // a redirect leaves only once what this request stored is saved
   app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
   for (const router of [

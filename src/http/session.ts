@@ -128,3 +128,21 @@ export function sessionMiddleware(
     },
   });
 }
+
+/**
+ * express-session writes a changed session while the answer is already on its way: a 303's
+ * headers leave before the save, and a browser follows the redirect at once, so the next
+ * page could read the session without what this request put there (a flash message, a
+ * one-time secret). This makes `res.redirect` wait for the save of a session that changed
+ * during the request; unchanged and uninitialized sessions are not written.
+ */
+export const saveSessionBeforeRedirect: RequestHandler = (req, res, next) => {
+  const before = req.session ? JSON.stringify(req.session) : undefined;
+  const redirect = res.redirect.bind(res) as (...args: unknown[]) => void;
+  res.redirect = ((...args: unknown[]) => {
+    const session = req.session;
+    if (!session || JSON.stringify(session) === before) return redirect(...args);
+    session.save((err) => (err ? next(err) : redirect(...args)));
+  }) as typeof res.redirect;
+  next();
+};

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { onPostgres } from '../helpers/db.ts';
+import { makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+
+/**
+ * A redirect must not leave before the session it changed is saved: browsers follow a 303 as
+ * soon as its headers arrive, and the next page would miss a flash message or a one-time
+ * client secret. Made deterministic by holding a lock on the sessions table (PostgreSQL).
+ */
+describe('redirects after a session change', { skip: !onPostgres && 'needs a second connection to hold a lock (PostgreSQL)' }, () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  it('sends the 303 only once the session holding the new secret is saved', async () => {
+    const admin = await makeUser(app, { role: 'admin' });
+    const s = formSession(app.url);
+    const login = await s.get('/login');
+    assert.equal((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: admin.username, password: admin.password })).status, 303);
+    const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
+    const cookie = [...s.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+
+    const locker = new pg.Client({ connectionString: app.databaseUrl });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE sessions IN EXCLUSIVE MODE'); // session writes wait; reads go on
+    let headersAt = 0;
+    const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
+      const body = new URLSearchParams({ _csrf: csrf, client_name: 'Race', callback_url: 'https://race.example/cb', allowed_ips: '127.0.0.1' }).toString();
+      const req = http.request(`${app.url}/admin/clients`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(Buffer.byteLength(body)), accept: 'text/html' },
+      }, (res) => {
+        headersAt = Date.now();
+        resolve(res);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    const early = headersAt;
+    const releasedAt = Date.now();
+    await locker.query('COMMIT');
+    await locker.end();
+    assert.equal(early, 0, 'no redirect while the session cannot be saved');
+    const res = await answer;
+    res.resume();
+    assert.equal(res.statusCode, 303);
+    assert.ok(headersAt >= releasedAt);
+    const shown = await s.get(String(res.headers.location));
+    assert.match(shown.text, /data-secret/, 'the page the redirect leads to shows the secret');
+  });
+});
