@@ -20,6 +20,6 @@ export function idParam(req: Request): number {
 /** The `:client_id` route parameter; one that no client id could be is 404 without a query. */
 export function clientIdParam(req: Request): string {
   const raw = String(req.params.client_id);
-  if (raw.length > 128 || raw.includes('\0')) throw new AppError(404, 'client_not_found', 'There is no client system with this id.');
+  if (raw.length > 128) throw new AppError(404, 'client_not_found', 'There is no client system with this id.');
   return raw;
 }

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { NO_NUL } from './schemas.ts';
 
 /** HTML forms send strings; checkboxes are present ("on") or absent. */
-const text = (max: number) => z.string().max(max).refine(...NO_NUL);
+const text = (max: number) => z.string().max(max);
 const checkbox = z.string().max(10).optional();
 
 /** Register or edit a client system in the panel. */

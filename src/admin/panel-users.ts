@@ -16,7 +16,7 @@ export function userPanel(deps: { userAdmin: UserAdmin }) {
   const detailUrl = (id: number) => `/admin/users/${id}`;
 
   const list: RequestHandler = async (req, res) => {
-    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200).replaceAll('\0', '') : '';
+    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
     renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200) });
   };
 

@@ -3,9 +3,8 @@ import type { AuditFilter } from '../audit/queries.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { normalizeUsername } from '../users/username.ts';
 
-/** PostgreSQL text cannot hold NUL: refused here as bad input rather than failing in the database. */
-export const NO_NUL = [(v: string) => !v.includes('\0'), 'must not contain NUL characters'] as const;
-const str = (max: number) => z.string().max(max).refine(...NO_NUL);
+// NUL characters and lone surrogates are refused for every request by http/text-guard.ts.
+const str = (max: number) => z.string().max(max);
 
 const name = str(200).trim().min(1, 'must not be empty');
 const url = str(2048).trim().min(1);
