@@ -33,6 +33,12 @@ const validateOperation = (path: string, legacy: boolean): Operation => {
   };
 };
 
+/** What both sign-in forms answer besides their success redirect. */
+const loginFormAnswers = {
+  200: html('Two-factor step'), 401: html('Invalid credentials'), 403: html('Missing or wrong CSRF token'),
+  423: html('Account locked'), 429: html('Rate limited'),
+};
+
 /**
  * Every route the app mounts. Add a row when you add a route: the reference test fails for
  * a mounted route missing here (and for a row whose example does not validate).
@@ -175,7 +181,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Submit the SSO sign-in form (password step, then two-factor step)',
     body: loginFormSchema,
     example: { step: 'password', login: 'alice', password: 'correct horse battery' },
-    responses: { 303: redirect('Signed in: to the client\'s callback with ?token='), 200: html('Two-factor step'), 401: html('Invalid credentials'), 403: html('Missing or wrong CSRF token'), 423: html('Account locked'), 429: html('Rate limited') },
+    responses: { 303: redirect('Signed in: to the client\'s callback with ?token='), ...loginFormAnswers },
   },
   {
     method: 'get', path: '/login', tag: 'Pages', access: 'public',
@@ -187,7 +193,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Submit the dashboard sign-in form',
     body: loginFormSchema,
     example: { step: 'totp', code: '123456', pending_key: 'k1' },
-    responses: { 303: redirect('Signed in: to the dashboard'), 200: html('Two-factor step'), 401: html('Invalid credentials'), 403: html('Missing or wrong CSRF token'), 423: html('Account locked'), 429: html('Rate limited') },
+    responses: { 303: redirect('Signed in: to the dashboard'), ...loginFormAnswers },
   },
   {
     method: 'get', path: '/sso/logout', tag: 'Pages', access: 'browser',
