@@ -6,46 +6,13 @@
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; the
  * benchmark creates and drops its own database there.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import net from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess as start } from './support.ts';
 
-const ROOT = path.resolve(fileURLToPath(new URL('../', import.meta.url)));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
-const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-/** Starts a TypeScript entry point as its own process and waits until GET `probe` answers. */
-async function start(file: string, env: Record<string, string>, probe: string): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  for (let i = 0; i < 200 && !exited; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}${probe}`).then((r) => r.ok, () => false);
-    if (ok) return { child, port };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${file} did not start`);
-}
-
-async function post(url: string, body: unknown): Promise<any> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return r.json();
-}
+const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 
 function summary(name: string, r: autocannon.Result) {
   return {
@@ -60,28 +27,16 @@ function summary(name: string, r: autocannon.Result) {
 }
 
 async function main() {
-  const dbName = `auth_bench_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
+  const db = await benchDatabase(adminUrl, 'auth_bench');
   const children: ChildProcess[] = [];
   try {
-    const service = await start('src/server.ts', {
-      DATABASE_URL: dbUrl.toString(), PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'warn',
-      JWT_SECRET: randomBytes(32).toString('hex'), SESSION_SECRET: randomBytes(32).toString('hex'),
-      TOKEN_TTL_SECONDS: '1800', RATE_LIMIT_VALIDATE_PER_MIN: '100000000', RATE_LIMIT_LOGIN_PER_MIN: '100000000',
-      RATE_LIMIT_USER_PER_MIN: '100000000', REDIS_URL: '', DATA_DIR: path.join(ROOT, 'data', 'bench'),
-    }, '/readyz');
+    const service = await start('src/server.ts', benchServiceEnv(db.url), '/readyz');
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;
 
-    // A client and a user, through the command line's code path (the admin CLI on this database).
-    const { execFileSync } = await import('node:child_process');
-    const cli = (args: string[]) => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl.toString(), BCRYPT_COST: '4', LOG_LEVEL: 'silent' } }).toString());
-    const client = cli(['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    cli(['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+    // A client and a user, through the admin command line on this database.
+    const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+    adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
     const probe = await post(`${base}/api/sso/token`, { ...creds, username: 'bench' });
     if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
@@ -126,8 +81,7 @@ async function main() {
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await db.drop();
   }
 }
 

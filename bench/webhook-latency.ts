@@ -12,7 +12,7 @@
  *
  * Also callable: `runWebhookLatencyBench({ adminUrl, connections, seconds })`.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,8 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-
-const ROOT = path.resolve(fileURLToPath(new URL('../', import.meta.url)));
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess } from './support.ts';
 
 export interface WebhookLatencyResult {
   probes: number;
@@ -46,48 +45,12 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-/** A free TCP port on loopback (the service logs nothing at LOG_LEVEL=warn, so we pick its port). */
-async function freePort(): Promise<number> {
-  const probe = http.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
-async function startService(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  let exited: number | null = null;
-  child.once('exit', (code) => { exited = code ?? -1; });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (exited !== null) throw new Error(`service exited ${exited}`);
-    if (Date.now() > deadline) throw new Error('service did not start within 30 s');
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return { child, port };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return r.json();
-}
-
 /** Runs the benchmark and returns the figures (also printed by the command line entry). */
 export async function runWebhookLatencyBench(options: { adminUrl?: string; connections?: number; seconds?: number } = {}): Promise<WebhookLatencyResult> {
-  const adminUrl = options.adminUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const adminUrl = options.adminUrl ?? process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
   const connections = options.connections ?? Number(process.env.BENCH_CONNECTIONS ?? 20);
   const seconds = options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10);
-  const dbName = `auth_bench_wh_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
+  const db = await benchDatabase(adminUrl, 'auth_bench_wh');
 
   const probeSent = new Map<string, number>();
   const latencies: number[] = [];
@@ -114,17 +77,10 @@ export async function runWebhookLatencyBench(options: { adminUrl?: string; conne
 
   let child: ChildProcess | undefined;
   try {
-    const service = await startService({
-      DATABASE_URL: dbUrl.toString(), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'warn',
-      JWT_SECRET: randomBytes(32).toString('hex'), SESSION_SECRET: randomBytes(32).toString('hex'), BCRYPT_COST: '4',
-      TOKEN_TTL_SECONDS: '1800', RATE_LIMIT_LOGIN_PER_MIN: '100000000', RATE_LIMIT_USER_PER_MIN: '100000000',
-      RATE_LIMIT_VALIDATE_PER_MIN: '100000000', REDIS_URL: '', WEBHOOK_ALLOW_PRIVATE: 'true', DATA_DIR: path.join(ROOT, 'data', 'bench'),
-    });
+    const service = await startProcess('src/server.ts', benchServiceEnv(db.url, { BCRYPT_COST: '4', WEBHOOK_ALLOW_PRIVATE: 'true' }), '/readyz');
     child = service.child;
     const base = `http://127.0.0.1:${service.port}`;
-    const cli = (args: string[]) => JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], {
-      cwd: ROOT, env: { ...process.env, DATABASE_URL: dbUrl.toString(), BCRYPT_COST: '4' },
-    }).toString());
+    const cli = (args: string[]) => adminCli(db.url, args);
     const client = cli(['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
     cli(['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
     cli(['user', 'create', '--username', 'benchadmin', '--email', 'admin@example.com', '--password', 'bench password', '--role', 'admin']);
@@ -154,17 +110,17 @@ export async function runWebhookLatencyBench(options: { adminUrl?: string; conne
     while (latencies.length < probeSent.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const sorted = [...latencies].sort((a, b) => a - b);
     // Where the time goes, from the service's own records: waiting to be claimed vs the HTTP attempt.
-    const db = new pg.Client({ connectionString: dbUrl.toString() });
-    await db.connect();
-    const split = await db.query(
+    const records = new pg.Client({ connectionString: db.url });
+    await records.connect();
+    const split = await records.query(
       `SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM a.at - d.created_at) * 1000) AS queued_ms,
               percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY a.duration_ms) AS http_ms
        FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id AND a.attempt = 1`);
     // Trigger = the event's transaction (the delivery row's created_at, same host clock).
-    const created = await db.query<{ id: string; created_ms: number }>(
+    const created = await records.query<{ id: string; created_ms: number }>(
       'SELECT id, extract(epoch FROM created_at) * 1000 AS created_ms FROM webhook_deliveries WHERE id = ANY($1)', [[...probeReceipts.keys()]]);
     const fromCommit = created.rows.map((r) => probeReceipts.get(r.id)! - Number(r.created_ms)).sort((a, b) => a - b);
-    await db.end();
+    await records.end();
     return {
       probes: probeSent.size,
       received: latencies.length,
@@ -184,8 +140,7 @@ export async function runWebhookLatencyBench(options: { adminUrl?: string; conne
     await new Promise((r) => setTimeout(r, 500));
     receiver.closeAllConnections();
     receiver.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await db.drop();
   }
 }
 

@@ -1,0 +1,76 @@
+/** What the benchmarks share: a database of their own, the service as a process, the CLI. */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export const ROOT = path.resolve(fileURLToPath(new URL('../', import.meta.url)));
+export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A port nothing listens on right now (the service logs nothing at LOG_LEVEL=warn, so we pick its port). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe` answers. */
+export async function startProcess(file: string, env: Record<string, string>, probe: string): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  let exited: number | null = null;
+  child.once('exit', (code) => (exited = code ?? -1));
+  const deadline = Date.now() + 30_000;
+  while (exited === null && Date.now() < deadline) {
+    if (await fetch(`http://127.0.0.1:${port}${probe}`).then((r) => r.ok, () => false)) return { child, port };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGTERM');
+  throw new Error(exited === null ? `${file} did not start within 30 s` : `${file} exited ${exited}`);
+}
+
+/** POSTs JSON and returns the parsed answer. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return r.json();
+}
+
+/** A fresh database on the server `adminUrl` names, dropped by `drop()`. */
+export async function benchDatabase(adminUrl: string, prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+/** The service's environment for a benchmark: its own secrets, quiet logs, limits out of the way. */
+export function benchServiceEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl, HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'warn',
+    JWT_SECRET: randomBytes(32).toString('hex'), SESSION_SECRET: randomBytes(32).toString('hex'),
+    TOKEN_TTL_SECONDS: '1800', RATE_LIMIT_VALIDATE_PER_MIN: '100000000', RATE_LIMIT_LOGIN_PER_MIN: '100000000',
+    RATE_LIMIT_USER_PER_MIN: '100000000', REDIS_URL: '', DATA_DIR: path.join(ROOT, 'data', 'bench'),
+    ...extra,
+  };
+}
+
+/** Runs an admin command with --json on `databaseUrl` and returns its document. */
+export function adminCli(databaseUrl: string, args: string[]): any {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], {
+    cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent' },
+  });
+  return JSON.parse(out.toString());
+}
