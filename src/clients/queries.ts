@@ -20,6 +20,11 @@ export async function findClient(q: Queryable, clientId: string): Promise<Client
   return r.rows[0] ?? null;
 }
 
+/** The clients with these ids that exist, in no particular order. */
+export async function findClients(q: Queryable, clientIds: readonly string[]): Promise<ClientRecord[]> {
+  return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = ANY ($1::text[])`, [clientIds])).rows;
+}
+
 export async function listClients(q: Queryable): Promise<ClientRecord[]> {
   return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients ORDER BY created_at, client_id`)).rows;
 }

@@ -3,7 +3,8 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatches } from './credentials.ts';
-import { type ClientRecord, findClient, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
+import { createBatchLoader } from '../db/batch.ts';
+import { type ClientRecord, findClient, findClients, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
 
 /** Who made an administrative change, for the audit log. */
 export interface Actor {
@@ -85,6 +86,11 @@ export function checkAllowList(entries: string[], options: { allowEverything?: b
 export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>) {
   const { db, outbox } = deps;
   const production = deps.config.NODE_ENV === 'production';
+  /** Credential checks arriving together read their clients in one statement (src/db/batch.ts). */
+  const credentialLookup = createBatchLoader<string, ClientRecord | null>(async (ids) => {
+    const byId = new Map((await findClients(db, [...new Set(ids)])).map((c) => [c.client_id, c]));
+    return ids.map((id) => byId.get(id) ?? null);
+  });
 
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
@@ -155,7 +161,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
      * same answer for an unknown id and a wrong secret (and the same hashing work).
      */
     async authenticateClient(clientId: string, secret: string): Promise<ClientRecord> {
-      const client = await findClient(db, clientId);
+      const client = await credentialLookup.load(clientId);
       const ok = secretMatches(secret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH);
       if (!client || !ok || !client.active) {
         throw new AppError(401, 'invalid_client', 'Invalid client credentials');

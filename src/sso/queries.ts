@@ -19,32 +19,55 @@ export interface ConsumedToken {
   expires_at: Date;
 }
 
+/** One validation's request to consume a token: the token, who presents it, from where. */
+export interface ConsumeRequest {
+  jti: string;
+  clientId: string;
+  ipAddress: string;
+  userAgent: string | null;
+}
+
 /**
- * Marks a token used, in one statement: of any number of concurrent calls exactly one gets
- * the row back. Only the client the token was issued for can consume it, only while it is
- * unused, not invalidated, unexpired and its user active. The success audit row is written
- * by the same statement (one round trip on the hot path).
+ * Marks tokens used, in one statement for any number of validations (`result[i]` answers
+ * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
+ * only by the client it was issued for, only while unused, not invalidated, unexpired and
+ * its user active; of any number of requests for one token, in this batch or in concurrent
+ * ones, exactly one gets the row back (a row is updated once, and a concurrent update waits
+ * for the row lock and then sees `used_at` set). The success audit rows are written by the
+ * same statement.
+ *
+ * "Unused" is spelled `coalesce(used_at, invalidated_at) IS NULL` on purpose: written as
+ * two IS NULL tests it matches the partial index sso_tokens_unused_by_user, and on a table
+ * that grew faster than autovacuum analyzes it (a fresh deployment under load) the planner
+ * then scans all unused tokens into a hash instead of looking each jti up by primary key.
  */
-export async function consumeToken(
-  q: Queryable,
-  args: { jti: string; clientId: string; ipAddress: string; userAgent: string | null },
-): Promise<ConsumedToken | null> {
-  const r = await q.query<ConsumedToken>(
-    `WITH consumed AS (
+export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null>> {
+  const r = await q.query<ConsumedToken & { n: number }>(
+    `WITH req AS (
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
+         WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, n)
+     ), consumed AS (
        UPDATE sso_tokens t SET used_at = now()
-       FROM users u
-       WHERE t.jti = $1 AND t.client_id = $2 AND u.id = t.user_id AND u.active
-         AND t.used_at IS NULL AND t.invalidated_at IS NULL AND t.expires_at > now()
-       RETURNING u.id AS user_id, u.username, u.email, t.expires_at
+       FROM req r, users u
+       WHERE t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
+         AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now()
+       RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, u.email, t.expires_at
      ), audit AS (
        INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
-       SELECT 'token.validate', 'success', user_id, username, $2, $3, $4, jsonb_build_object('jti', $1::text)
-       FROM consumed
+       SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
+       FROM consumed ORDER BY n
      )
-     SELECT user_id, username, email, expires_at FROM consumed`,
-    [args.jti, args.clientId, args.ipAddress, args.userAgent],
+     SELECT n::int AS n, user_id, username, email, expires_at FROM consumed`,
+    [
+      requests.map((x) => x.jti),
+      requests.map((x) => x.clientId),
+      requests.map((x) => x.ipAddress),
+      requests.map((x) => x.userAgent?.slice(0, 512) ?? null),
+    ],
   );
-  return r.rows[0] ?? null;
+  const result: Array<ConsumedToken | null> = requests.map(() => null);
+  for (const { n, ...row } of r.rows) result[n - 1] = row;
+  return result;
 }
 
 /** The state of a token that could not be consumed, to say why. */

@@ -7,7 +7,8 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { findUserByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { consumeToken, insertIssuedToken, tokenState } from './queries.ts';
+import { createBatchLoader } from '../db/batch.ts';
+import { type ConsumedToken, type ConsumeRequest, consumeTokens, insertIssuedToken, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -41,6 +42,8 @@ function rejected(reason: string): AppError {
 /** Issuing and validating single-use SSO tokens. */
 export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
   const { db, config, signingKey, outbox, metrics } = deps;
+  /** Validations arriving together consume their tokens in one statement (src/db/batch.ts). */
+  const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
 
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
@@ -150,7 +153,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
       if (ctx.expectedIp !== undefined && ctx.expectedIp !== claims.ip_address) {
         throw await fail('ip_mismatch', { jti: claims.jti });
       }
-      const consumed = await consumeToken(db, { jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
+      const consumed = await consumer.load({ jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
       if (!consumed) {
         const state = await tokenState(db, claims.jti);
         const reason = !state || state.client_id !== client.client_id
