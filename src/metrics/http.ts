@@ -11,8 +11,22 @@ export function routeLabel(req: Request): string {
   return 'unmatched';
 }
 
-/** Times every request into the duration histogram and tracks the in-flight gauge. */
+/**
+ * Times every request into the duration histogram and tracks the in-flight gauge. The
+ * labelled series are looked up once per method, route and status (a handful) and kept,
+ * instead of hashing the label set on every request.
+ */
 export function httpMetrics(metrics: Metrics): RequestHandler {
+  const series = new Map<string, { observe(value: number): void }>();
+  const seriesFor = (method: string, route: string, status: string) => {
+    const key = `${method} ${status} ${route}`;
+    let s = series.get(key);
+    if (!s) {
+      s = metrics.httpDuration.labels({ method, route, status });
+      series.set(key, s);
+    }
+    return s;
+  };
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     metrics.httpInFlight.inc();
@@ -22,7 +36,7 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
       done = true;
       metrics.httpInFlight.dec();
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      metrics.httpDuration.observe({ method: req.method, route: routeLabel(req), status: String(res.statusCode) }, seconds);
+      seriesFor(req.method, routeLabel(req), String(res.statusCode)).observe(seconds);
     };
     res.once('finish', finish);
     res.once('close', finish);

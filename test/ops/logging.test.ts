@@ -16,7 +16,7 @@ describe('structured request logs', () => {
   after(() => app.close());
 
   const waitForLine = async (requestId: string) => {
-    // pino-http writes on 'finish', which may land just after the client has the answer.
+    // The line is written on 'finish', which may land just after the client has the answer.
     for (let i = 0; i < 200 && !app.entries().some((e) => e.req?.id === requestId); i++) await new Promise((r) => setTimeout(r, 10));
     return app.entries().filter((e) => e.req?.id === requestId);
   };
