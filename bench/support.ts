@@ -18,10 +18,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe` answers. */
+/**
+ * Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe`
+ * answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits.
+ */
 export async function startProcess(file: string, env: Record<string, string>, probe: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;
