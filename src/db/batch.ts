@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 
 /**
- * Coalesces the hot paths' one-row queries into one statement per turn of the event loop.
+ * Coalesces the hot paths' one-row statements into one statement per turn of the event loop.
  *
  * Each HTTP request is parsed in its own I/O callback, so the default DataLoader schedule
  * (after the current tick) would see one key at a time; `setImmediate` waits until the
@@ -10,13 +10,27 @@ import DataLoader from 'dataloader';
  * a lone request waits for nothing but its own statement.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed
- * token must be seen at once, on every instance). A failed statement fails every request
- * of its batch with the same error.
+ * token must be seen at once, on every instance). When the statement for a batch fails,
+ * each of its requests is tried again alone, so a request whose row the database refuses
+ * (a user deleted a moment ago) fails by itself and takes no other request with it.
  */
 export function createBatchLoader<K, V>(run: (keys: readonly K[]) => Promise<ArrayLike<V | Error>>, maxBatchSize = 500): DataLoader<K, V> {
-  return new DataLoader<K, V>(run, {
-    cache: false,
-    maxBatchSize,
-    batchScheduleFn: (callback) => setImmediate(callback),
-  });
+  const runAlone = async (key: K): Promise<V | Error> => {
+    try {
+      return (await run([key]))[0];
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err));
+    }
+  };
+  return new DataLoader<K, V>(
+    async (keys) => {
+      try {
+        return await run(keys);
+      } catch (err) {
+        if (keys.length === 1) throw err;
+        return Promise.all(keys.map(runAlone));
+      }
+    },
+    { cache: false, maxBatchSize, batchScheduleFn: (callback) => setImmediate(callback) },
+  );
 }

@@ -1,13 +1,31 @@
 import type { Queryable } from '../db/db.ts';
 
-export async function insertIssuedToken(
-  q: Queryable,
-  t: { jti: string; userId: number; clientId: string; username: string; ipAddress: string; issuedAt: Date; expiresAt: Date },
-): Promise<void> {
+/** An issued token as recorded for the single-use check. */
+export interface IssuedTokenRow {
+  jti: string;
+  userId: number;
+  clientId: string;
+  username: string;
+  ipAddress: string;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+/** Records issued tokens, any number in one statement. */
+export async function insertIssuedTokens(q: Queryable, tokens: readonly IssuedTokenRow[]): Promise<void> {
+  if (tokens.length === 0) return;
   await q.query(
     `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [t.jti, t.userId, t.clientId, t.username, t.ipAddress, t.issuedAt, t.expiresAt],
+     SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`,
+    [
+      tokens.map((t) => t.jti),
+      tokens.map((t) => t.userId),
+      tokens.map((t) => t.clientId),
+      tokens.map((t) => t.username),
+      tokens.map((t) => t.ipAddress),
+      tokens.map((t) => t.issuedAt),
+      tokens.map((t) => t.expiresAt),
+    ],
   );
 }
 

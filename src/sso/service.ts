@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { writeAudit } from '../audit/writer.ts';
+import { type AuditEntry, writeAudit, writeAuditMany } from '../audit/writer.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
-import { findUserByUsername, type UserRecord } from '../users/queries.ts';
+import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { createBatchLoader } from '../db/batch.ts';
-import { type ConsumedToken, type ConsumeRequest, consumeTokens, insertIssuedToken, tokenState } from './queries.ts';
+import { type ConsumedToken, type ConsumeRequest, consumeTokens, insertIssuedTokens, type IssuedTokenRow, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -17,6 +17,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface RequestContext {
   ipAddress: string;
   userAgent: string | null;
+}
+
+/** What one token issue writes: its row, its audit entry and its user.login event. */
+interface IssueRecord {
+  token: IssuedTokenRow;
+  audit: AuditEntry;
+  event: Record<string, unknown>;
 }
 
 /** The answer of a successful validation (SPEC 4.2). */
@@ -44,6 +51,25 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
   const { db, config, signingKey, outbox, metrics } = deps;
   /** Validations arriving together consume their tokens in one statement (src/db/batch.ts). */
   const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
+  /**
+   * Issues arriving together are recorded in one transaction: their token rows, audit rows
+   * and user.login events, each kind in one statement. A token exists (and can be
+   * validated) exactly when its audit row and event do.
+   */
+  const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
+    await db.transaction(async (tx) => {
+      await insertIssuedTokens(tx, records.map((r) => r.token));
+      await writeAuditMany(tx, records.map((r) => r.audit));
+      await outbox.enqueueMany(tx, 'user.login', records.map((r) => r.event));
+    });
+    outbox.wake();
+    return records.map(() => true as const);
+  });
+  /** Server-to-server issues look their users up together too. */
+  const userLookup = createBatchLoader<string, UserRecord | null>(async (names) => {
+    const byName = new Map((await findUsersByUsername(db, [...new Set(names)])).map((u) => [u.username, u]));
+    return names.map((name) => byName.get(name) ?? null);
+  });
 
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
@@ -70,8 +96,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
       jti: randomUUID(),
     };
     const token = signToken(claims, signingKey);
-    await db.transaction(async (tx) => {
-      await insertIssuedToken(tx, {
+    await recorder.load({
+      token: {
         jti: claims.jti,
         userId: user.id,
         clientId: client.client_id,
@@ -79,8 +105,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
         ipAddress: claims.ip_address,
         issuedAt: new Date(claims.iat * 1000),
         expiresAt: new Date(claims.exp * 1000),
-      });
-      await writeAudit(tx, {
+      },
+      audit: {
         action: 'token.issue',
         outcome: 'success',
         userId: user.id,
@@ -89,17 +115,16 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
         ipAddress: ctx.ipAddress,
         userAgent: ctx.userAgent,
         details: { jti: claims.jti, flow: ctx.flow, token_ip: claims.ip_address },
-      });
-      await outbox.enqueue(tx, 'user.login', {
+      },
+      event: {
         user_id: user.id,
         email: user.email,
         ip_address: claims.ip_address,
         user_agent: ctx.userAgent ?? '',
         client_system: client.client_id,
         '2fa_used': ctx.twoFactorUsed ?? false,
-      });
+      },
     });
-    outbox.wake();
     metrics.tokensIssued.inc({ flow: ctx.flow });
     return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
   }
@@ -109,7 +134,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
 
     /** Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. */
     async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string }) {
-      const user = await findUserByUsername(db, normalizeUsername(rawUsername));
+      const user = await userLookup.load(normalizeUsername(rawUsername));
       if (!user || !user.active) {
         await writeAudit(db, {
           action: 'token.issue',

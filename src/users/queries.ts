@@ -19,6 +19,11 @@ export async function findUserByUsername(q: Queryable, username: string): Promis
   return r.rows[0] ?? null;
 }
 
+/** The users with these normalized usernames that exist, in no particular order. */
+export async function findUsersByUsername(q: Queryable, usernames: readonly string[]): Promise<UserRecord[]> {
+  return (await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = ANY ($1::text[])`, [usernames])).rows;
+}
+
 /** The user with this id, or null. */
 export async function findUserById(q: Queryable, id: number): Promise<UserRecord | null> {
   const r = await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);

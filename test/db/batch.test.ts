@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createBatchLoader } from '../../src/db/batch.ts';
+import { insertIssuedTokens, type IssuedTokenRow } from '../../src/sso/queries.ts';
+import { createMigratedDatabase } from '../helpers/app.ts';
+
+describe('batched statements', () => {
+  let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
+  let userId: number;
+  before(async () => {
+    t = await createMigratedDatabase();
+    userId = (await t.db.query<{ id: number }>(
+      "INSERT INTO users (username, email, password_hash) VALUES ('batch', 'batch@example.com', 'x') RETURNING id")).rows[0].id;
+    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('batch', 'Batch', 'h', 'abcd', 'https://b.example/cb')");
+  });
+  after(() => t.drop());
+
+  it('hands the requests of one event-loop turn to one call, in order, and nothing is cached', async () => {
+    const calls: string[][] = [];
+    const loader = createBatchLoader<string, string>(async (keys) => {
+      calls.push([...keys]);
+      return keys.map((k) => k.toUpperCase());
+    });
+    assert.deepEqual(await Promise.all(['a', 'b', 'a'].map((k) => loader.load(k))), ['A', 'B', 'A']);
+    assert.deepEqual(calls, [['a', 'b', 'a']]);
+    // Requests that arrive in separate I/O callbacks of one loop turn still share a call.
+    const spread = await Promise.all(['c', 'd'].map((k) => new Promise<string>((resolve) => setImmediate(() => resolve(loader.load(k))))));
+    assert.deepEqual(spread, ['C', 'D']);
+    assert.deepEqual(calls.at(-1), ['c', 'd']);
+    await loader.load('a');
+    assert.deepEqual(calls.at(-1), ['a'], 'a key asked again goes to the database again');
+  });
+
+  it('when the database refuses a batch, only the request whose row it refuses fails', async () => {
+    const token = (user: number): IssuedTokenRow => ({
+      jti: randomUUID(), userId: user, clientId: 'batch', username: 'batch', ipAddress: '127.0.0.1',
+      issuedAt: new Date(), expiresAt: new Date(Date.now() + 60_000),
+    });
+    let statements = 0;
+    const recorder = createBatchLoader<IssuedTokenRow, true>(async (rows) => {
+      statements++;
+      await insertIssuedTokens(t.db, rows);
+      return rows.map(() => true as const);
+    });
+    const good = [token(userId), token(userId), token(userId)];
+    const orphan = token(userId + 1000); // no such user: a foreign key violation
+    const outcomes = await Promise.allSettled([good[0], orphan, good[1], good[2]].map((row) => recorder.load(row)));
+    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.match(String((outcomes[1] as PromiseRejectedResult).reason?.message), /foreign key/);
+    assert.equal(statements, 5, 'the batch of four, then each request alone');
+    const stored = await t.db.query<{ jti: string }>('SELECT jti FROM sso_tokens WHERE jti = ANY ($1::uuid[])', [[...good, orphan].map((r) => r.jti)]);
+    assert.deepEqual(stored.rows.map((r) => r.jti).sort(), good.map((r) => r.jti).sort(), 'the good rows stored once each, the refused one not at all');
+  });
+});
