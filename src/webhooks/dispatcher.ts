@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
@@ -48,7 +49,10 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   let again = false;
   const inFlight = new Set<Promise<void>>();
   // Under load many attempts finish while one write is under way: they are written together.
-  const recorder = batcher<AttemptRecord>((records) => recordAttempts(db, records));
+  const recorder = createBatchLoader<AttemptRecord, true>(async (records) => {
+    await recordAttempts(db, records);
+    return records.map(() => true as const);
+  });
   const retryTimers = new Set<NodeJS.Timeout>();
 
   async function pump(): Promise<void> {
@@ -122,7 +126,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
         });
       } else {
-        await recorder.add(record);
+        await recorder.load(record);
       }
     } catch (err) {
       // Unrecorded, the lease runs out and the attempt is made again: at least once.
@@ -162,37 +166,6 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         await Promise.allSettled([...inFlight]);
         if (pumping) await new Promise((r) => setTimeout(r, 5));
       }
-    },
-  };
-}
-
-/**
- * Collects items while a flush is running and flushes them together next: an item alone
- * is written at once (no added latency), a crowd shares one round trip.
- */
-function batcher<T>(flush: (items: T[]) => Promise<void>): { add(item: T): Promise<void> } {
-  let queue: Array<{ item: T; done: (err?: unknown) => void }> = [];
-  let flushing = false;
-  async function run() {
-    flushing = true;
-    while (queue.length > 0) {
-      const batch = queue;
-      queue = [];
-      try {
-        await flush(batch.map((b) => b.item));
-        for (const b of batch) b.done();
-      } catch (err) {
-        for (const b of batch) b.done(err ?? new Error('flush failed'));
-      }
-    }
-    flushing = false;
-  }
-  return {
-    add(item) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ item, done: (err) => (err === undefined ? resolve() : reject(err)) });
-        if (!flushing) void run();
-      });
     },
   };
 }

@@ -90,7 +90,7 @@ export interface AttemptRecord {
  * delivery we hold the lease for. The `attempts = attempt` condition makes a late writer
  * (whose lease expired and whose row was claimed again) leave the delivery alone.
  */
-export async function recordAttempts(q: Queryable, records: AttemptRecord[]): Promise<void> {
+export async function recordAttempts(q: Queryable, records: readonly AttemptRecord[]): Promise<void> {
   if (records.length === 0) return;
   await q.query(
     `WITH input AS (

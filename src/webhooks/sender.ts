@@ -6,6 +6,16 @@ import type { ResolvedAddress } from './address-guard.ts';
 /** At most this much of a receiver's answer is read (and kept, for the delivery log). */
 export const RESPONSE_BODY_CAP = 4096;
 
+/**
+ * Connections to receivers stay open between deliveries: under load a receiver gets its
+ * events over a few kept-alive connections instead of a new TCP (and TLS) handshake each.
+ * A pooled connection was opened to an address the SSRF guard checked at the time (the
+ * `lookup` below pins new ones); an idle one is closed after 4 s, before the usual server
+ * keep-alive timeout of 5 s would close it under a request.
+ */
+const agentOptions = { keepAlive: true, timeout: 4000, maxFreeSockets: 32, scheduling: 'lifo' as const };
+const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+
 /** The outcome of one attempt. `ok` only for a 2xx answer. */
 export interface AttemptOutcome {
   ok: boolean;
@@ -35,22 +45,24 @@ export function postOnce(
   };
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (statusCode: number | null, error: string | null) => {
+    /** `reusable`: the answer was read to its end, so the connection can carry the next delivery. */
+    const finish = (statusCode: number | null, error: string | null, reusable = false) => {
       if (settled) return;
       settled = true;
       deadline.signal.removeEventListener('abort', onAbort);
-      req.destroy();
+      if (!reusable) req.destroy();
       const ok = error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
       resolve({ ok, statusCode, error, durationMs: Math.round(performance.now() - started) });
     };
-    const transport = url.protocol === 'https:' ? https : http;
+    const secure = url.protocol === 'https:';
+    const transport = secure ? https : http;
     const req = transport.request(
       url,
       {
         method: 'POST',
         headers: { ...payload.headers, 'Content-Length': String(Buffer.byteLength(payload.body)) },
         lookup: pinned,
-        agent: false,
+        agent: secure ? agents['https:'] : agents['http:'],
       },
       (res) => {
         let read = 0;
@@ -60,7 +72,7 @@ export function postOnce(
           // lease) open, so stop once the cap is read.
           if (read >= RESPONSE_BODY_CAP) finish(res.statusCode ?? null, null);
         });
-        res.on('end', () => finish(res.statusCode ?? null, null));
+        res.on('end', () => finish(res.statusCode ?? null, null, true));
         res.on('error', () => finish(res.statusCode ?? null, null));
       },
     );

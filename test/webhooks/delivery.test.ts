@@ -64,6 +64,51 @@ describe('webhook delivery and retries', () => {
     }
   });
 
+  it('keeps the connection to a receiver open between deliveries', async () => {
+    const receiver = await startReceiver();
+    try {
+      await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      for (let i = 0; i < 5; i++) {
+        await triggerClientRegistered(app);
+        await receiver.waitFor(() => receiver.received.length === i + 1);
+        await sleep(20);
+      }
+      const connections = new Set(receiver.received.map((r) => r.connection));
+      assert.equal(connections.size, 1, `five deliveries on one connection, not ${connections.size}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('delivers every event to a receiver that closes each connection after answering', async () => {
+    const connections = new Set<string>();
+    let received = 0;
+    const closing = http.createServer((req, res) => {
+      connections.add(`${req.socket.remotePort}`);
+      req.resume();
+      req.on('end', () => {
+        received++;
+        res.writeHead(200, { connection: 'close' }).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(closing.address() as AddressInfo).port}/hook`;
+      const id = await registerWebhook(app, admin, { url, events: ['client.registered'], secret: SECRET });
+      for (let i = 0; i < 4; i++) {
+        await triggerClientRegistered(app);
+        await eventually(async () => (await deliveryRow(app, id)).filter((d) => d.status === 'succeeded').length === i + 1);
+      }
+      const rows = await deliveryRow(app, id);
+      assert.deepEqual(rows.map((d) => [d.status, d.attempts]), rows.map(() => ['succeeded', 1]), 'each delivered at the first attempt');
+      assert.equal(received, 4);
+      assert.equal(connections.size, 4, 'a connection the receiver closed is never used again');
+    } finally {
+      closing.closeAllConnections();
+      closing.close();
+    }
+  });
+
   it('a receiver that fails twice then answers 200 gets exactly 3 attempts, growing gaps, one delivery id', async () => {
     const receiver = await startReceiver((_r, i) => (i < 2 ? 500 : 200));
     try {

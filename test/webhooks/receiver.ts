@@ -9,6 +9,8 @@ export interface Received {
   at: number;
   headers: http.IncomingHttpHeaders;
   raw: string;
+  /** The sender's end of the connection it came on (address:port), to tell connections apart. */
+  connection: string;
   body: { event: string; timestamp: string; data: Record<string, any> };
 }
 
@@ -30,7 +32,7 @@ export async function startReceiver(respond: (r: Received, index: number) => num
       } catch {
         body = { event: '', timestamp: '', data: {} };
       }
-      const r = { at: performance.now(), headers: req.headers, raw, body };
+      const r = { at: performance.now(), headers: req.headers, raw, connection: `${req.socket.remoteAddress}:${req.socket.remotePort}`, body };
       received.push(r);
       const status = await respond(r, received.length - 1);
       res.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
