@@ -12,6 +12,7 @@ import { createMetrics } from './metrics/metrics.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKey } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
+import { startDispatcherThread } from './webhooks/dispatcher-thread.ts';
 
 /** How long stop() waits for in-flight requests before cutting their connections. */
 const SHUTDOWN_DRAIN_MS = 15_000;
@@ -39,7 +40,20 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   const workers: Array<{ stop(): Promise<void> }> = [];
   // Webhook delivery (woken after each commit, polling for other instances' and retried
   // deliveries) and the token.expired sweep; stop() lets the current attempt finish.
-  workers.push(startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
+  // On PostgreSQL the dispatcher has a thread of its own (dispatcher-thread.ts); the
+  // embedded database lives in this thread's memory, so there it shares this one.
+  workers.push(db.connectionString
+    ? startDispatcherThread({
+      settings: {
+        connectionString: db.connectionString,
+        config: {
+          NODE_ENV: config.NODE_ENV, WEBHOOK_ALLOW_PRIVATE: config.WEBHOOK_ALLOW_PRIVATE,
+          WEBHOOK_TIMEOUT_MS: config.WEBHOOK_TIMEOUT_MS, WEBHOOK_BACKOFF_MS: config.WEBHOOK_BACKOFF_MS,
+        },
+      },
+      logger, outbox: services.deps.outbox, metrics: services.deps.metrics,
+    })
+    : startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
   workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
 
   const server = http.createServer(app);

@@ -17,6 +17,12 @@ export interface Queryable {
  */
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'embedded';
+  /**
+   * How another thread can open its own connections to this database (PostgreSQL opened
+   * from a connection string); undefined for the embedded database, which lives in this
+   * thread's memory.
+   */
+  readonly connectionString?: string;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Connections in use and waiting, for /metrics. */

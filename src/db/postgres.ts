@@ -16,6 +16,7 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
   };
   return {
     kind: 'postgres',
+    connectionString: base.connectionString,
     query: (sql, params) => run(pool, sql, params),
     exec: async (sql) => void (await pool.query(sql)),
     async transaction(fn) {

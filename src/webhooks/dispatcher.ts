@@ -4,7 +4,6 @@ import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
-import type { Metrics } from '../metrics/metrics.ts';
 import type { EventOutbox } from './events.ts';
 import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts } from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
@@ -13,6 +12,11 @@ import { signDelivery } from './signing.ts';
 /** A background worker of the service: `stop` lets the current attempts finish. */
 export interface Worker {
   stop(): Promise<void>;
+}
+
+/** Where the outcome of each attempt is counted. */
+export interface AttemptCounter {
+  inc(labels: { outcome: 'succeeded' | 'retry' | 'failed' }): void;
 }
 
 export interface DispatcherOptions {
@@ -25,8 +29,8 @@ export interface DispatcherOptions {
   /** Attempts in flight at once, so one slow receiver does not hold up the others. */
   concurrency?: number;
   lookup?: Lookup;
-  /** Counts attempts by outcome (succeeded, retry, failed) for /metrics. */
-  metrics?: Pick<Metrics, 'webhookDeliveries'>;
+  /** Counts attempts by outcome for /metrics (the Prometheus counter, or a thread's relay of it). */
+  metrics?: { webhookDeliveries: AttemptCounter };
 }
 
 /**

@@ -3,7 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { createTestDatabase } from '../helpers/db.ts';
+import { Worker } from 'node:worker_threads';
+import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
 import { adminHeaders, eventually, registerWebhook, sleep, startReceiver } from './receiver.ts';
 
@@ -106,6 +107,35 @@ describe('webhook delivery and retries', () => {
     } finally {
       closing.closeAllConnections();
       closing.close();
+    }
+  });
+
+  it('on PostgreSQL, delivers from its own thread while the main thread is busy', { skip: !onPostgres && 'the embedded database lives in the main thread' }, async () => {
+    // The receiver runs on a thread of its own too, so only the dispatcher's thread can be the sender.
+    const receiverThread = new Worker(`
+      const http = require('node:http');
+      const { parentPort } = require('node:worker_threads');
+      const server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => { parentPort.postMessage({ receivedAt: Date.now() }); res.end('ok'); });
+      });
+      server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
+    `, { eval: true });
+    const messages: Array<{ port?: number; receivedAt?: number }> = [];
+    receiverThread.on('message', (m) => messages.push(m));
+    try {
+      await eventually(async () => messages.some((m) => m.port), 5000, 'the receiver thread');
+      const port = messages.find((m) => m.port)!.port;
+      await registerWebhook(app, admin, { url: `http://127.0.0.1:${port}/hook`, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      // Hold the main thread's event loop for 1.5 s right after the commit woke the dispatcher.
+      const busyUntil = Date.now() + 1500;
+      while (Date.now() < busyUntil);
+      await eventually(async () => messages.some((m) => m.receivedAt), 5000, 'the delivery');
+      const receivedAt = messages.find((m) => m.receivedAt)!.receivedAt!;
+      assert.ok(receivedAt < busyUntil - 1000, `delivered ${busyUntil - receivedAt} ms before the main thread was free again`);
+    } finally {
+      await receiverThread.terminate();
     }
   });
 
