@@ -161,6 +161,12 @@ describe('the admin panel in Chromium', { skip: browserMissing }, () => {
       const user = await makeUser(app);
       assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status, 200);
       await receiver.waitFor(() => receiver.of('user.login').some((r) => r.body.data.user_id === user.id));
+      // The page shows what is recorded when it loads: wait until the attempt is recorded.
+      for (let i = 0; i < 200; i++) {
+        const r = await app.db.query<{ status: string }>("SELECT status FROM webhook_deliveries WHERE event = 'user.login' AND (data->>'user_id')::int = $1", [user.id]);
+        if (r.rows[0]?.status === 'succeeded') break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
       await page.reload();
       const delivery = page.locator('.delivery').first();
       await delivery.locator('[data-field="delivery-status"]', { hasText: 'succeeded' }).waitFor();

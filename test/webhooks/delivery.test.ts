@@ -68,11 +68,12 @@ describe('webhook delivery and retries', () => {
   it('keeps the connection to a receiver open between deliveries', async () => {
     const receiver = await startReceiver();
     try {
-      await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
       for (let i = 0; i < 5; i++) {
         await triggerClientRegistered(app);
         await receiver.waitFor(() => receiver.received.length === i + 1);
-        await sleep(20);
+        // Recorded means the answer was read to its end, so the connection is free again.
+        await eventually(async () => (await deliveryRow(app, id)).filter((d) => d.status === 'succeeded').length === i + 1);
       }
       const connections = new Set(receiver.received.map((r) => r.connection));
       assert.equal(connections.size, 1, `five deliveries on one connection, not ${connections.size}`);
