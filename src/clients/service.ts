@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatches } from './credentials.ts';
-import { createBatchLoader } from '../db/batch.ts';
+import { createLookupLoader } from '../db/batch.ts';
 import { type ClientRecord, findClient, findClients, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
 
 /** Who made an administrative change, for the audit log. */
@@ -87,10 +87,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
   const { db, outbox } = deps;
   const production = deps.config.NODE_ENV === 'production';
   /** Credential checks arriving together read their clients in one statement (src/db/batch.ts). */
-  const credentialLookup = createBatchLoader<string, ClientRecord | null>(async (ids) => {
-    const byId = new Map((await findClients(db, [...new Set(ids)])).map((c) => [c.client_id, c]));
-    return ids.map((id) => byId.get(id) ?? null);
-  });
+  const credentialLookup = createLookupLoader((ids: string[]) => findClients(db, ids), (c) => c.client_id);
 
   return {
     /** Registers a client system; the plain secret is returned here and never again. */

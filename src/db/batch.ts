@@ -34,3 +34,14 @@ export function createBatchLoader<K, V>(run: (keys: readonly K[]) => Promise<Arr
     { cache: false, maxBatchSize, batchScheduleFn: (callback) => setImmediate(callback) },
   );
 }
+
+/**
+ * A batch loader that reads rows by key: `fetch` gets each distinct key once and returns the
+ * rows that exist, in any order; every request gets the row with its key, or null.
+ */
+export function createLookupLoader<K, R>(fetch: (keys: K[]) => Promise<R[]>, keyOf: (row: R) => K): DataLoader<K, R | null> {
+  return createBatchLoader<K, R | null>(async (keys) => {
+    const byKey = new Map((await fetch([...new Set(keys)])).map((row) => [keyOf(row), row]));
+    return keys.map((key) => byKey.get(key) ?? null);
+  });
+}

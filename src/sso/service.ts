@@ -7,7 +7,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { createBatchLoader } from '../db/batch.ts';
+import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
 import { type ConsumedToken, type ConsumeRequest, consumeTokens, insertIssuedTokens, type IssuedTokenRow, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
@@ -66,10 +66,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
     return records.map(() => true as const);
   });
   /** Server-to-server issues look their users up together too. */
-  const userLookup = createBatchLoader<string, UserRecord | null>(async (names) => {
-    const byName = new Map((await findUsersByUsername(db, [...new Set(names)])).map((u) => [u.username, u]));
-    return names.map((name) => byName.get(name) ?? null);
-  });
+  const userLookup = createLookupLoader((names: string[]) => findUsersByUsername(db, names), (u) => u.username);
 
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
