@@ -30,25 +30,20 @@ export interface EventOutbox {
 /** Creates the outbox used by every use case that emits events. */
 export function createOutbox(): EventOutbox {
   const listeners = new Set<() => void>();
+  const enqueueMany: EventOutbox['enqueueMany'] = async (tx, event, data) => {
+    if (data.length === 0) return;
+    await tx.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
+       SELECT gen_random_uuid(), w.id, $1, e.value
+       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n)
+       CROSS JOIN webhooks w WHERE w.active AND $1 = ANY (w.events)
+       ORDER BY e.n, w.id`,
+      [event, JSON.stringify(data)],
+    );
+  };
   return {
-    async enqueue(tx, event, data) {
-      await tx.query(
-        `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
-         SELECT gen_random_uuid(), w.id, $1, $2::jsonb FROM webhooks w WHERE w.active AND $1 = ANY (w.events)`,
-        [event, JSON.stringify(data)],
-      );
-    },
-    async enqueueMany(tx, event, data) {
-      if (data.length === 0) return;
-      await tx.query(
-        `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
-         SELECT gen_random_uuid(), w.id, $1, e.value
-         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n)
-         CROSS JOIN webhooks w WHERE w.active AND $1 = ANY (w.events)
-         ORDER BY e.n, w.id`,
-        [event, JSON.stringify(data)],
-      );
-    },
+    enqueue: (tx, event, data) => enqueueMany(tx, event, [data]),
+    enqueueMany,
     wake() {
       for (const l of listeners) l();
     },

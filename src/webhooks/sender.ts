@@ -14,7 +14,8 @@ export const RESPONSE_BODY_CAP = 4096;
  * keep-alive timeout of 5 s would close it under a request.
  */
 const agentOptions = { keepAlive: true, timeout: 4000, maxFreeSockets: 32, scheduling: 'lifo' as const };
-const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+const HTTP = { transport: http, agent: new http.Agent(agentOptions) };
+const HTTPS = { transport: https, agent: new https.Agent(agentOptions) };
 
 /** The outcome of one attempt. `ok` only for a 2xx answer. */
 export interface AttemptOutcome {
@@ -54,15 +55,14 @@ export function postOnce(
       const ok = error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
       resolve({ ok, statusCode, error, durationMs: Math.round(performance.now() - started) });
     };
-    const secure = url.protocol === 'https:';
-    const transport = secure ? https : http;
+    const { transport, agent } = url.protocol === 'https:' ? HTTPS : HTTP;
     const req = transport.request(
       url,
       {
         method: 'POST',
         headers: { ...payload.headers, 'Content-Length': String(Buffer.byteLength(payload.body)) },
         lookup: pinned,
-        agent: secure ? agents['https:'] : agents['http:'],
+        agent,
       },
       (res) => {
         let read = 0;
