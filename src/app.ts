@@ -34,6 +34,9 @@ export function createApp(deps: AppDeps): Express {
   const { config, logger, db } = deps.deps;
   const app = express();
   app.disable('x-powered-by');
+  // No ETags on dynamic answers: Express would hash every body for one, and nothing here is
+  // worth revalidating (credentials and pages are no-store; /assets has its own).
+  app.set('etag', false);
   app.set('trust proxy', trustProxySetting(config.TRUST_PROXY));
   app.set('view engine', 'ejs');
   app.set('views', VIEWS_DIR);

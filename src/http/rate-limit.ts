@@ -39,7 +39,7 @@ export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMI
       store: store(name),
       identifier: name,
       keyGenerator: (req, res) => key(req, res),
-      validate: { keyGeneratorIpFallback: false },
+      validate: false, // its configuration checks are for development; they ran on every request
       handler: (req, _res, next) => {
         const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
         metrics?.rateLimited.inc({ limiter: name });

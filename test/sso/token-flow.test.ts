@@ -30,6 +30,9 @@ describe('server-to-server SSO flow', () => {
     assert.equal(validated.body.valid, true);
     assert.match(validated.body.expires_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     assert.equal(Number.isInteger(validated.body.user.id), true);
+    // no-store answers are never revalidated, so none spends a hash of its body on an ETag
+    assert.equal(issued.headers.etag, undefined);
+    assert.equal(validated.headers.etag, undefined);
   });
 
   it('signs exactly the claims of SPEC 2.3 plus jti, verifiable by an independent JWT library', async () => {
