@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
 
 /** One audit record. Never put passwords, secrets or whole tokens in `details`. */
 export interface AuditEntry {
@@ -19,15 +20,23 @@ export async function writeAudit(q: Queryable, e: AuditEntry): Promise<void> {
 
 /** Appends rows to the audit log in one statement, in the order given. */
 export async function writeAuditMany(q: Queryable, entries: readonly AuditEntry[]): Promise<void> {
-  if (entries.length === 0) return;
+  await writeTogether(q, [auditRows(entries)]);
+}
+
+/** The insert of audit rows, in the order given, as a part of a larger statement (null: none). */
+export function auditRows(entries: readonly AuditEntry[]): WritePart | null {
+  if (entries.length === 0) return null;
   const column = <T>(pick: (e: AuditEntry) => T) => entries.map(pick);
-  await q.query(
-    `INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
-     SELECT action, outcome, user_id, username, client_id, ip_address, user_agent, details
-     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
-       WITH ORDINALITY AS e(action, outcome, user_id, username, client_id, ip_address, user_agent, details, n)
-     ORDER BY n`,
-    [
+  return {
+    sql: (first) => {
+      const [action, outcome, userId, username, clientId, ip, agent, details] = placeholders(first, 8);
+      return `INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
+       SELECT action, outcome, user_id, username, client_id, ip_address, user_agent, details
+       FROM unnest(${action}::text[], ${outcome}::text[], ${userId}::int[], ${username}::text[], ${clientId}::text[], ${ip}::text[], ${agent}::text[], ${details}::jsonb[])
+         WITH ORDINALITY AS e(action, outcome, user_id, username, client_id, ip_address, user_agent, details, n)
+       ORDER BY n`;
+    },
+    values: [
       column((e) => e.action),
       column((e) => e.outcome),
       column((e) => e.userId ?? null),
@@ -37,5 +46,5 @@ export async function writeAuditMany(q: Queryable, entries: readonly AuditEntry[
       column((e) => e.userAgent?.slice(0, 512) ?? null),
       column((e) => JSON.stringify(e.details ?? {})),
     ],
-  );
+  };
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
 
 /** An issued token as recorded for the single-use check. */
 export interface IssuedTokenRow {
@@ -13,11 +14,19 @@ export interface IssuedTokenRow {
 
 /** Records issued tokens, any number in one statement. */
 export async function insertIssuedTokens(q: Queryable, tokens: readonly IssuedTokenRow[]): Promise<void> {
-  if (tokens.length === 0) return;
-  await q.query(
-    `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-     SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`,
-    [
+  await writeTogether(q, [issuedTokenRows(tokens)]);
+}
+
+/** The insert of issued tokens as a part of a larger statement (null: none). */
+export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | null {
+  if (tokens.length === 0) return null;
+  return {
+    sql: (first) => {
+      const [jti, user, client, username, ip, issued, expires] = placeholders(first, 7);
+      return `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT * FROM unnest(${jti}::uuid[], ${user}::int[], ${client}::text[], ${username}::text[], ${ip}::text[], ${issued}::timestamptz[], ${expires}::timestamptz[])`;
+    },
+    values: [
       tokens.map((t) => t.jti),
       tokens.map((t) => t.userId),
       tokens.map((t) => t.clientId),
@@ -26,7 +35,7 @@ export async function insertIssuedTokens(q: Queryable, tokens: readonly IssuedTo
       tokens.map((t) => t.issuedAt),
       tokens.map((t) => t.expiresAt),
     ],
-  );
+  };
 }
 
 /** The user a consumed token named. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { type AuditEntry, writeAudit, writeAuditMany } from '../audit/writer.ts';
+import { type AuditEntry, auditRows, writeAudit } from '../audit/writer.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../deps.ts';
@@ -8,7 +8,9 @@ import { AppError } from '../http/errors.ts';
 import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
-import { type ConsumedToken, type ConsumeRequest, consumeTokens, insertIssuedTokens, type IssuedTokenRow, tokenState } from './queries.ts';
+import { writeTogether } from '../db/statement.ts';
+import { eventDeliveries } from '../webhooks/events.ts';
+import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -52,16 +54,16 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
   /** Validations arriving together consume their tokens in one statement (src/db/batch.ts). */
   const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
   /**
-   * Issues arriving together are recorded in one transaction: their token rows, audit rows
-   * and user.login events, each kind in one statement. A token exists (and can be
+   * Issues arriving together are recorded in one statement: their token rows, audit rows
+   * and user.login events, each kind in one part of it. A token exists (and can be
    * validated) exactly when its audit row and event do.
    */
   const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
-    await db.transaction(async (tx) => {
-      await insertIssuedTokens(tx, records.map((r) => r.token));
-      await writeAuditMany(tx, records.map((r) => r.audit));
-      await outbox.enqueueMany(tx, 'user.login', records.map((r) => r.event));
-    });
+    await writeTogether(db, [
+      issuedTokenRows(records.map((r) => r.token)),
+      auditRows(records.map((r) => r.audit)),
+      eventDeliveries('user.login', records.map((r) => r.event)),
+    ]);
     outbox.wake();
     return records.map(() => true as const);
   });

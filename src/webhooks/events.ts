@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
 
 /** The seven event types of SPEC.md section 6. */
 export const EVENT_TYPES = [
@@ -27,20 +28,29 @@ export interface EventOutbox {
   onWake(listener: () => void): () => void;
 }
 
+/**
+ * The delivery rows of events of one type (one per event and active webhook subscribed to
+ * it, in order), as a part of a larger statement: the events' own transaction or statement.
+ */
+export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>): WritePart | null {
+  if (data.length === 0) return null;
+  return {
+    sql: (first) => {
+      const [name, events] = placeholders(first, 2);
+      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
+       SELECT gen_random_uuid(), w.id, ${name}::text, e.value
+       FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
+       CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
+       ORDER BY e.n, w.id`;
+    },
+    values: [event, JSON.stringify(data)],
+  };
+}
+
 /** Creates the outbox used by every use case that emits events. */
 export function createOutbox(): EventOutbox {
   const listeners = new Set<() => void>();
-  const enqueueMany: EventOutbox['enqueueMany'] = async (tx, event, data) => {
-    if (data.length === 0) return;
-    await tx.query(
-      `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
-       SELECT gen_random_uuid(), w.id, $1, e.value
-       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n)
-       CROSS JOIN webhooks w WHERE w.active AND $1 = ANY (w.events)
-       ORDER BY e.n, w.id`,
-      [event, JSON.stringify(data)],
-    );
-  };
+  const enqueueMany: EventOutbox['enqueueMany'] = (tx, event, data) => writeTogether(tx, [eventDeliveries(event, data)]);
   return {
     enqueue: (tx, event, data) => enqueueMany(tx, event, [data]),
     enqueueMany,
