@@ -22,7 +22,7 @@ export async function findClient(q: Queryable, clientId: string): Promise<Client
 
 /** The clients with these ids that exist, in no particular order. */
 export async function findClients(q: Queryable, clientIds: readonly string[]): Promise<ClientRecord[]> {
-  return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = ANY ($1::text[])`, [clientIds])).rows;
+  return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = ANY ($1::text[])`, [clientIds], { prepare: true })).rows;
 }
 
 export async function listClients(q: Queryable): Promise<ClientRecord[]> {

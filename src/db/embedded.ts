@@ -17,6 +17,7 @@ export async function openEmbedded(dataDir?: string): Promise<{ db: Db; pglite: 
       pending--;
     }
   };
+  // QueryOptions.prepare is not passed on: one connection in this process, no planning cost worth keeping.
   const db: Db = {
     kind: 'embedded',
     query: (sql, params) => wrap(pglite.query(sql, params)),

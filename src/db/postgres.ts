@@ -1,8 +1,21 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.ts';
+import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
 
 // int8 (counts, bigint ids) as numbers, as PGlite returns them; values here stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+/** Names of prepared statements by their SQL: the same text gets the same name on every connection. */
+const statementNames = new Map<string, string>();
+
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `s_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`;
+    statementNames.set(sql, name);
+  }
+  return name;
+}
 
 /** Opens a pooled PostgreSQL connection. */
 export function openPostgres(target: string | pg.PoolConfig, options: { max?: number } = {}): Db {
@@ -10,19 +23,20 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
   const pool = new pg.Pool({ max: options.max ?? 20, idleTimeoutMillis: 30_000, ...base });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[]): Promise<QueryResult<T>> => {
-    const r = await client.query(sql, params as unknown[]);
+  const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
+    // node-postgres prepares a named statement once per connection, then only binds and runs it
+    const r = await client.query({ text: sql, values: params as unknown[], name: options?.prepare ? statementName(sql) : undefined });
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   };
   return {
     kind: 'postgres',
     connectionString: base.connectionString,
-    query: (sql, params) => run(pool, sql, params),
+    query: (sql, params, options) => run(pool, sql, params, options),
     exec: async (sql) => void (await pool.query(sql)),
     async transaction(fn) {
       const client = await pool.connect();
       const tx: Queryable = {
-        query: (sql, params) => run(client, sql, params),
+        query: (sql, params, options) => run(client, sql, params, options),
         exec: async (sql) => void (await client.query(sql)),
       };
       try {

@@ -91,6 +91,7 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
       requests.map((x) => x.ipAddress),
       requests.map((x) => x.userAgent?.slice(0, 512) ?? null),
     ],
+    { prepare: true },
   );
   const result: Array<ConsumedToken | null> = requests.map(() => null);
   for (const { n, ...row } of r.rows) result[n - 1] = row;

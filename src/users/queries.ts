@@ -21,7 +21,7 @@ export async function findUserByUsername(q: Queryable, username: string): Promis
 
 /** The users with these normalized usernames that exist, in no particular order. */
 export async function findUsersByUsername(q: Queryable, usernames: readonly string[]): Promise<UserRecord[]> {
-  return (await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = ANY ($1::text[])`, [usernames])).rows;
+  return (await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = ANY ($1::text[])`, [usernames], { prepare: true })).rows;
 }
 
 /** The user with this id, or null. */
