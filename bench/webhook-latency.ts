@@ -20,6 +20,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -47,6 +48,9 @@ export interface WebhookLatencyResult {
   created_to_recorded_p50_p99_ms: string;
   /** The HTTP part of first attempts, as the service measured it. */
   http_attempt_p50_p99_ms: string;
+  /** Share of one core used by the service (all its threads) and by PostgreSQL, during the phase (Linux). */
+  service_cpu: string;
+  postgres_cpu: string;
 }
 
 /** The token issue load of one phase: its figures when done. */
@@ -78,6 +82,22 @@ function saturatingLoad(url: string, body: string, connections: number, seconds:
       headers: { 'content-type': 'application/json', 'user-agent': 'load' }, body,
     } as autocannon.Options).then((r) => ({ reqPerSecond: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 })),
   };
+}
+
+/** CPU time (ms) used so far by process `pid`, or by every PostgreSQL server process when `pid` is 'postgres'. */
+function cpuMs(pid: number | 'postgres'): number {
+  const ticks = (id: string) => {
+    try {
+      const stat = readFileSync(`/proc/${id}/stat`, 'utf8');
+      if (pid === 'postgres' && !stat.includes('(postgres)')) return 0;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return 0; // gone meanwhile, or no /proc here
+    }
+  };
+  const ids = pid === 'postgres' ? readdirSync('/proc').filter((d) => /^\d+$/.test(d)) : [String(pid)];
+  return ids.reduce((sum, id) => sum + ticks(id), 0) * 10; // USER_HZ = 100
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -134,6 +154,7 @@ export async function runWebhookLatencyBench(
 
     const phase = async (load: string, start: () => LoadRun): Promise<WebhookLatencyResult> => {
       const from = new Date();
+      const cpuBefore = { service: cpuMs(child!.pid!), postgres: cpuMs('postgres'), at: performance.now() };
       const run = start();
       // Probes start after a second of load, stop a second before its end.
       await new Promise((r) => setTimeout(r, 1000));
@@ -149,6 +170,10 @@ export async function runWebhookLatencyBench(
       }
       await Promise.all(probes);
       const loadResult = await run.done;
+      const elapsed = performance.now() - cpuBefore.at;
+      const share = (used: number) => `${Math.round((100 * used) / elapsed)}%`;
+      const service_cpu = share(cpuMs(child!.pid!) - cpuBefore.service);
+      const postgres_cpu = share(cpuMs('postgres') - cpuBefore.postgres);
       const deadline = Date.now() + 10_000;
       while (agents.some((a) => !probeLatency.has(a)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const latencies = agents.filter((a) => probeLatency.has(a)).map((a) => probeLatency.get(a)!).sort((a, b) => a - b);
@@ -177,6 +202,8 @@ export async function runWebhookLatencyBench(
         issue_p50_p99_ms: pair([loadResult.p50, loadResult.p99]),
         created_to_recorded_p50_p99_ms: pair(split.rows[0].queued_ms as number[]),
         http_attempt_p50_p99_ms: pair(split.rows[0].http_ms as number[]),
+        service_cpu,
+        postgres_cpu,
       };
     };
 

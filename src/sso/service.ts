@@ -9,7 +9,8 @@ import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
 import { writeTogether } from '../db/statement.ts';
-import { eventDeliveries } from '../webhooks/events.ts';
+import { eventDeliveries, leasedEventDeliveries } from '../webhooks/events.ts';
+import type { ClaimedDelivery } from '../webhooks/queries.ts';
 import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
@@ -59,12 +60,17 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
    * validated) exactly when its audit row and event do.
    */
   const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
-    await writeTogether(db, [
+    // With a dispatcher in this process the events are written already leased to it and
+    // handed over after the commit: they go out without a claim statement.
+    const leaseMs = outbox.handOffLeaseMs();
+    const events = records.map((r) => r.event);
+    const handed = await writeTogether<ClaimedDelivery>(db, [
       issuedTokenRows(records.map((r) => r.token)),
       auditRows(records.map((r) => r.audit)),
-      eventDeliveries('user.login', records.map((r) => r.event)),
+      leaseMs === null ? eventDeliveries('user.login', events) : leasedEventDeliveries('user.login', events, leaseMs),
     ]);
-    outbox.wake();
+    if (leaseMs === null) outbox.wake();
+    else outbox.handOff(handed);
     return records.map(() => true as const);
   });
   /** Server-to-server issues look their users up together too. */

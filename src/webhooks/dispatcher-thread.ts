@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { DispatcherSettings, FromDispatcherThread, ToDispatcherThread } from './dispatcher-worker.ts';
 import type { EventOutbox } from './events.ts';
-import type { Worker } from './dispatcher.ts';
+import { deliveryLeaseMs, type Worker } from './dispatcher.ts';
 
 /** How long a stopping thread may take before it is terminated. */
 const STOP_GRACE_MS = 30_000;
@@ -17,7 +17,8 @@ const RESTART_DELAY_MS = 1_000;
  * event commits instead of waiting its turn behind them, and sending does not take CPU
  * time from the API.
  *
- * The main thread wakes it after every commit that enqueued (outbox.wake), writes its log
+ * The main thread wakes it after every commit that enqueued (outbox.wake), posts it the
+ * deliveries written already leased to it (outbox.handOff), writes its log
  * lines to the main logger's destination (already redacted there), and counts its attempts
  * in the main /metrics. If the thread dies it is started again; deliveries it had claimed
  * are attempted again when their lease ends (at least once).
@@ -55,12 +56,16 @@ export function startDispatcherThread(options: {
   }
 
   const unsubscribe = outbox.onWake(() => send({ type: 'wake' }));
+  // Deliveries written already leased are posted to the thread; posted while it restarts,
+  // they are lost here and claimed again when their lease ends.
+  const stopHandingOff = outbox.onHandOff(deliveryLeaseMs(options.settings.config), (deliveries) => send({ type: 'deliver', deliveries }));
   start();
 
   return {
     async stop() {
       stopping = true;
       unsubscribe();
+      stopHandingOff();
       if (restartTimer) clearTimeout(restartTimer);
       const t = thread;
       if (!t) return;

@@ -9,6 +9,7 @@ import { openPostgres } from '../db/postgres.ts';
 import { createLogger } from '../logging/logger.ts';
 import { type AttemptCounter, startDispatcher } from './dispatcher.ts';
 import { createOutbox } from './events.ts';
+import type { ClaimedDelivery } from './queries.ts';
 
 /** What the thread is started with. */
 export interface DispatcherSettings {
@@ -18,7 +19,7 @@ export interface DispatcherSettings {
   pollMs?: number;
 }
 
-export type ToDispatcherThread = { type: 'wake' } | { type: 'stop' };
+export type ToDispatcherThread = { type: 'wake' } | { type: 'deliver'; deliveries: ClaimedDelivery[] } | { type: 'stop' };
 export type FromDispatcherThread =
   | { type: 'log'; line: string }
   | { type: 'attempt'; outcome: 'succeeded' | 'retry' | 'failed' };
@@ -35,6 +36,7 @@ if (parentPort) {
   const dispatcher = startDispatcher({ db, config: settings.config, logger, outbox, pollMs: settings.pollMs, metrics: { webhookDeliveries: counter } });
   port.on('message', (m: ToDispatcherThread) => {
     if (m.type === 'wake') outbox.wake();
+    else if (m.type === 'deliver') outbox.handOff(m.deliveries);
     else if (m.type === 'stop') {
       // Attempts under way finish and are recorded, then the thread ends.
       void dispatcher.stop()

@@ -5,13 +5,22 @@ import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
 import type { EventOutbox } from './events.ts';
-import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts } from './queries.ts';
+import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts, releaseDeliveries } from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
 import { signDelivery } from './signing.ts';
 
 /** A background worker of the service: `stop` lets the current attempts finish. */
 export interface Worker {
   stop(): Promise<void>;
+}
+
+/**
+ * How long a claimed (or handed-over) delivery stays with one dispatcher: longer than any
+ * attempt (bounded by the timeout) plus recording it. If that dispatcher dies, another one
+ * (or this one, restarted) claims the delivery again once the lease has run out.
+ */
+export function deliveryLeaseMs(config: Pick<Config, 'WEBHOOK_TIMEOUT_MS'>): number {
+  return config.WEBHOOK_TIMEOUT_MS * 2 + 10_000;
 }
 
 /** Where the outcome of each attempt is counted. */
@@ -45,13 +54,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   const concurrency = options.concurrency ?? 64;
   const lookup = options.lookup ?? systemLookup;
   const policy = guardPolicy(config);
-  // The lease must outlast any attempt (bounded by the timeout) plus recording it.
-  const leaseMs = config.WEBHOOK_TIMEOUT_MS * 2 + 10_000;
+  const leaseMs = deliveryLeaseMs(config);
 
   let stopped = false;
   let pumping = false;
   let again = false;
   const inFlight = new Set<Promise<void>>();
+  /** Deliveries handed over by the transaction that wrote them, waiting for a free slot. */
+  const handed: ClaimedDelivery[] = [];
   // Under load many attempts finish while one write is under way: they are written together.
   const recorder = createBatchLoader<AttemptRecord, true>(async (records) => {
     await recordAttempts(db, records);
@@ -69,16 +79,11 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     try {
       for (;;) {
         again = false;
+        while (handed.length > 0 && inFlight.size < concurrency && !stopped) begin(handed.shift()!);
         const free = concurrency - inFlight.size;
         if (free <= 0 || stopped) break;
         const claimed = await claimDueDeliveries(db, free, leaseMs);
-        for (const delivery of claimed) {
-          const running = attempt(delivery).finally(() => {
-            inFlight.delete(running);
-            void pump();
-          });
-          inFlight.add(running);
-        }
+        for (const delivery of claimed) begin(delivery);
         if (claimed.length < free && !again) break;
       }
     } catch (err) {
@@ -86,6 +91,28 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       if (!stopped) logger.warn({ err }, 'webhook dispatcher could not claim deliveries');
     } finally {
       pumping = false;
+    }
+  }
+
+  /** Makes the attempt we hold the lease for; a finished attempt frees a slot for the next. */
+  function begin(delivery: ClaimedDelivery): void {
+    const running = attempt(delivery).finally(() => {
+      inFlight.delete(running);
+      void pump();
+    });
+    inFlight.add(running);
+  }
+
+  /**
+   * Deliveries written already leased to this dispatcher (see EventOutbox.handOff): attempted
+   * at once, with no claim statement and no wait for a wake-up. Past the concurrency limit
+   * they wait here, ahead of anything claimed from the table.
+   */
+  function take(deliveries: readonly ClaimedDelivery[]): void {
+    if (stopped) return; // their leases run out and they are claimed again
+    for (const delivery of deliveries) {
+      if (inFlight.size < concurrency && handed.length === 0) begin(delivery);
+      else handed.push(delivery);
     }
   }
 
@@ -154,6 +181,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   }
 
   const unsubscribe = outbox.onWake(() => void pump());
+  const stopTaking = outbox.onHandOff(leaseMs, take);
   const poll = setInterval(() => void pump(), pollMs);
   poll.unref();
   void pump();
@@ -162,6 +190,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     async stop() {
       stopped = true;
       unsubscribe();
+      stopTaking();
       clearInterval(poll);
       for (const t of retryTimers) clearTimeout(t);
       retryTimers.clear();
@@ -169,6 +198,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       while (inFlight.size > 0 || pumping) {
         await Promise.allSettled([...inFlight]);
         if (pumping) await new Promise((r) => setTimeout(r, 5));
+      }
+      // Handed over but not begun: give them back, so they go out at once after a restart
+      // (or from another instance) instead of when their lease would have run out.
+      const unsent = handed.splice(0);
+      if (unsent.length > 0) {
+        await releaseDeliveries(db, unsent.map((d) => ({ id: d.id, attempt: d.attempts }))).catch((err) => {
+          logger.warn({ err, deliveries: unsent.length }, 'could not release handed-over webhook deliveries; they go out when their lease ends');
+        });
       }
     },
   };

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
+import type { ClaimedDelivery } from './queries.ts';
 
 /** The seven event types of SPEC.md section 6. */
 export const EVENT_TYPES = [
@@ -26,6 +27,16 @@ export interface EventOutbox {
   wake(): void;
   /** The dispatcher registers here to be woken. */
   onWake(listener: () => void): () => void;
+  /**
+   * The lease a dispatcher of this process takes deliveries with (onHandOff), or null when
+   * none does. A hot path that knows it can write its events already leased
+   * (leasedEventDeliveries) and hand them over after commit: no claim statement, no wait.
+   */
+  handOffLeaseMs(): number | null;
+  /** Gives committed, leased deliveries to the dispatcher; with none attached, they go out when their lease ends. */
+  handOff(deliveries: ClaimedDelivery[]): void;
+  /** The dispatcher registers here to be handed deliveries leased for `leaseMs`. */
+  onHandOff(leaseMs: number, listener: (deliveries: ClaimedDelivery[]) => void): () => void;
 }
 
 /**
@@ -47,10 +58,35 @@ export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<str
   };
 }
 
+/**
+ * The same rows written already claimed for their first attempt, leased for `leaseMs` to
+ * the dispatcher they will be handed to (EventOutbox.handOff): the statement answers them
+ * as that dispatcher needs them.
+ */
+export function leasedEventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>, leaseMs: number): WritePart | null {
+  if (data.length === 0) return null;
+  return {
+    sql: (first) => {
+      const [name, events, lease] = placeholders(first, 3);
+      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data, attempts, locked_until)
+       SELECT gen_random_uuid(), w.id, ${name}::text, e.value, 1, now() + make_interval(secs => ${lease}::double precision / 1000)
+       FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
+       CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
+       ORDER BY e.n, w.id
+       RETURNING id, webhook_id, event, data, attempts`;
+    },
+    values: [event, JSON.stringify(data), leaseMs],
+    answer: (cte) => `d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`,
+  };
+}
+
 /** Creates the outbox used by every use case that emits events. */
 export function createOutbox(): EventOutbox {
   const listeners = new Set<() => void>();
-  const enqueueMany: EventOutbox['enqueueMany'] = (tx, event, data) => writeTogether(tx, [eventDeliveries(event, data)]);
+  let taker: { leaseMs: number; take: (deliveries: ClaimedDelivery[]) => void } | null = null;
+  const enqueueMany: EventOutbox['enqueueMany'] = async (tx, event, data) => {
+    await writeTogether(tx, [eventDeliveries(event, data)]);
+  };
   return {
     enqueue: (tx, event, data) => enqueueMany(tx, event, [data]),
     enqueueMany,
@@ -60,6 +96,17 @@ export function createOutbox(): EventOutbox {
     onWake(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    handOffLeaseMs: () => taker?.leaseMs ?? null,
+    handOff(deliveries) {
+      if (deliveries.length > 0) taker?.take(deliveries);
+    },
+    onHandOff(leaseMs, take) {
+      const mine = { leaseMs, take };
+      taker = mine; // one dispatcher per process takes them
+      return () => {
+        if (taker === mine) taker = null;
+      };
     },
   };
 }

@@ -69,8 +69,22 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret`,
     [limit, leaseMs],
+    { prepare: true },
   );
   return r.rows;
+}
+
+/**
+ * Gives back deliveries this dispatcher held the lease for but never attempted: unleased,
+ * with the attempt that was counted for them uncounted, ready for any claimer now.
+ */
+export async function releaseDeliveries(q: Queryable, deliveries: ReadonlyArray<{ id: string; attempt: number }>): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries d SET locked_until = NULL, attempts = d.attempts - 1
+     FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
+     WHERE d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'`,
+    [deliveries.map((d) => d.id), deliveries.map((d) => d.attempt)],
+  );
 }
 
 /** The outcome of one attempt, to be recorded. `retryInMs` null: no further attempt. */
@@ -115,6 +129,7 @@ export async function recordAttempts(q: Queryable, records: readonly AttemptReco
      FROM outcome o
      WHERE d.id = o.id AND d.attempts = o.attempt AND d.status = 'pending'`,
     [JSON.stringify(records)],
+    { prepare: true },
   );
 }
 

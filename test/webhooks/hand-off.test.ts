@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { createSecretKey } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { findClient } from '../../src/clients/queries.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createSsoService } from '../../src/sso/service.ts';
+import { findUserByUsername } from '../../src/users/queries.ts';
+import { deliveryLeaseMs, startDispatcher } from '../../src/webhooks/dispatcher.ts';
+import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
+import { claimDueDeliveries } from '../../src/webhooks/queries.ts';
+import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
+import { eventually, sleep, startReceiver } from './receiver.ts';
+
+const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
+const logger = pino({ level: 'silent' });
+/** Polls once an hour: whatever arrives sooner was handed over, not found by a poll. */
+const NEVER = 3_600_000;
+
+describe('token issues hand their user.login deliveries straight to the dispatcher', () => {
+  let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
+  before(async () => {
+    t = await createMigratedDatabase();
+    await t.db.query("INSERT INTO users (username, email, password_hash) VALUES ('handed', 'handed@example.com', 'x')");
+    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('handoff', 'Hand-off', 'h', 'abcd', 'https://h.example/cb')");
+  });
+  after(() => t.drop());
+
+  async function issue(outbox: EventOutbox, count: number): Promise<void> {
+    const sso = createSsoService({ db: t.db, config, signingKey: createSecretKey(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
+    const client = (await findClient(t.db, 'handoff'))!;
+    const user = (await findUserByUsername(t.db, 'handed'))!;
+    // issued together: one statement records them all
+    await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
+  }
+
+  async function webhookFor(url: string): Promise<number> {
+    await t.db.query('UPDATE webhooks SET active = false');
+    return (await t.db.query<{ id: number }>(
+      "INSERT INTO webhooks (url, events, secret) VALUES ($1, '{user.login}', 'hand-off-secret-0123456789') RETURNING id", [url])).rows[0].id;
+  }
+
+  const deliveries = async (webhookId: number) => (await t.db.query<{ id: string; status: string; attempts: number; leased: boolean }>(
+    'SELECT id, status, attempts, locked_until IS NOT NULL AS leased FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId])).rows;
+
+  it('sends them with no claim: the dispatcher is neither woken nor polling', async () => {
+    const receiver = await startReceiver();
+    const outbox = createOutbox();
+    let woken = 0;
+    outbox.onWake(() => woken++);
+    const dispatcher = startDispatcher({ db: t.db, config, logger, outbox, pollMs: NEVER });
+    try {
+      const webhookId = await webhookFor(receiver.url);
+      assert.equal(outbox.handOffLeaseMs(), deliveryLeaseMs(config));
+      await issue(outbox, 3);
+      await receiver.waitFor(() => receiver.received.length === 3);
+      assert.deepEqual(receiver.received.map((r) => r.body.event), ['user.login', 'user.login', 'user.login']);
+      assert.equal(woken, 0, 'handed over, not woken');
+      await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1 && !d.leased));
+    } finally {
+      await dispatcher.stop();
+      await receiver.close();
+    }
+    assert.equal(outbox.handOffLeaseMs(), null, 'a stopped dispatcher takes nothing more');
+  });
+
+  it('without a dispatcher in the process they are written unclaimed and the commit wakes', async () => {
+    const outbox = createOutbox();
+    let woken = 0;
+    outbox.onWake(() => woken++);
+    const webhookId = await webhookFor('http://127.0.0.1:9/none');
+    await issue(outbox, 1);
+    assert.equal(woken, 1);
+    assert.deepEqual((await deliveries(webhookId)).map((d) => [d.attempts, d.leased]), [[0, false]]);
+  });
+
+  it('a delivery handed over and lost is claimed again once its lease has run out', async () => {
+    const outbox = createOutbox();
+    outbox.onHandOff(60_000, () => {}); // a taker that dies with what it was given
+    const webhookId = await webhookFor('http://127.0.0.1:9/none');
+    await issue(outbox, 1);
+    assert.deepEqual(await claimDueDeliveries(t.db, 10, 1000), [], 'leased: nobody else may send it');
+    await t.db.query("UPDATE webhook_deliveries SET locked_until = now() - interval '1 second' WHERE webhook_id = $1", [webhookId]);
+    const [claimed] = await claimDueDeliveries(t.db, 10, 1000);
+    assert.equal(claimed.webhook_id, webhookId);
+    assert.equal(claimed.attempts, 2);
+    await t.db.query("UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = $1", [webhookId]);
+  });
+
+  it('on stop, gives back what it was handed but had not begun, and another dispatcher sends it once', async () => {
+    const receiver = await startReceiver(async () => {
+      await sleep(300);
+      return 200;
+    });
+    const outbox = createOutbox();
+    const first = startDispatcher({ db: t.db, config, logger, outbox, pollMs: NEVER, concurrency: 1 });
+    try {
+      const webhookId = await webhookFor(receiver.url);
+      await issue(outbox, 3);
+      await receiver.waitFor(() => receiver.received.length === 1);
+      await first.stop(); // the attempt under way finishes; the other two were only handed over
+      const rows = await deliveries(webhookId);
+      assert.deepEqual(rows.map((d) => d.status).sort(), ['pending', 'pending', 'succeeded']);
+      assert.ok(rows.filter((d) => d.status === 'pending').every((d) => d.attempts === 0 && !d.leased), JSON.stringify(rows));
+      assert.equal(receiver.received.length, 1);
+
+      const second = startDispatcher({ db: t.db, config, logger, outbox: createOutbox(), pollMs: NEVER });
+      try {
+        await receiver.waitFor(() => receiver.received.length === 3);
+        await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1));
+        assert.equal(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size, 3, 'each delivery sent once');
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+});
