@@ -5,7 +5,8 @@
  * The service runs as its own process on a fresh PostgreSQL database (DATABASE_URL names the
  * server, default postgres://postgres@127.0.0.1:5432/postgres); a webhook for user.login
  * points at a receiver in this process. Every token issue is an event, so the dispatcher
- * delivers at the full issue rate. Two phases, each BENCH_SECONDS long:
+ * delivers at the full issue rate. Two phases, each BENCH_SECONDS long (default 20: about 850
+ * probes each, so one stall of the machine does not decide the p99 alone):
  *
  * 1. steady load: BENCH_RATE token issues per second (default 500), open loop, from a
  *    worker thread (bench/fixed-rate-load.mjs): what a busy deployment sees;
@@ -51,6 +52,8 @@ export interface WebhookLatencyResult {
   /** Share of one core used by the service (all its threads) and by PostgreSQL, during the phase (Linux). */
   service_cpu: string;
   postgres_cpu: string;
+  /** The same for this process: load generator, probes and the receiver. */
+  bench_cpu: string;
 }
 
 /** The token issue load of one phase: its figures when done. */
@@ -112,7 +115,7 @@ export async function runWebhookLatencyBench(
   const adminUrl = options.adminUrl ?? process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
   const rate = options.rate ?? Number(process.env.BENCH_RATE ?? 500);
   const connections = options.connections ?? Number(process.env.BENCH_CONNECTIONS ?? 20);
-  const seconds = options.seconds ?? Number(process.env.BENCH_SECONDS ?? 10);
+  const seconds = options.seconds ?? Number(process.env.BENCH_SECONDS ?? 20);
   const db = await benchDatabase(adminUrl, 'auth_bench_wh');
 
   /** Probe User-Agent -> when its request was sent; delivery id -> wall-clock receipt. */
@@ -154,7 +157,7 @@ export async function runWebhookLatencyBench(
 
     const phase = async (load: string, start: () => LoadRun): Promise<WebhookLatencyResult> => {
       const from = new Date();
-      const cpuBefore = { service: cpuMs(child!.pid!), postgres: cpuMs('postgres'), at: performance.now() };
+      const cpuBefore = { service: cpuMs(child!.pid!), postgres: cpuMs('postgres'), bench: process.cpuUsage(), at: performance.now() };
       const run = start();
       // Probes start after a second of load, stop a second before its end.
       await new Promise((r) => setTimeout(r, 1000));
@@ -174,6 +177,8 @@ export async function runWebhookLatencyBench(
       const share = (used: number) => `${Math.round((100 * used) / elapsed)}%`;
       const service_cpu = share(cpuMs(child!.pid!) - cpuBefore.service);
       const postgres_cpu = share(cpuMs('postgres') - cpuBefore.postgres);
+      const benchUsage = process.cpuUsage(cpuBefore.bench);
+      const bench_cpu = share((benchUsage.user + benchUsage.system) / 1000);
       const deadline = Date.now() + 10_000;
       while (agents.some((a) => !probeLatency.has(a)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const latencies = agents.filter((a) => probeLatency.has(a)).map((a) => probeLatency.get(a)!).sort((a, b) => a - b);
@@ -204,6 +209,7 @@ export async function runWebhookLatencyBench(
         http_attempt_p50_p99_ms: pair(split.rows[0].http_ms as number[]),
         service_cpu,
         postgres_cpu,
+        bench_cpu,
       };
     };
 
