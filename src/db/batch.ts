@@ -13,8 +13,15 @@ import DataLoader from 'dataloader';
  * token must be seen at once, on every instance). When the statement for a batch fails,
  * each of its requests is tried again alone, so a request whose row the database refuses
  * (a user deleted a moment ago) fails by itself and takes no other request with it.
+ *
+ * `waitMs` holds a batch open that long instead (for writes nobody waits on, such as the
+ * record of a webhook attempt): fewer, larger statements when requests arrive spread out.
  */
-export function createBatchLoader<K, V>(run: (keys: readonly K[]) => Promise<ArrayLike<V | Error>>, maxBatchSize = 500): DataLoader<K, V> {
+export function createBatchLoader<K, V>(
+  run: (keys: readonly K[]) => Promise<ArrayLike<V | Error>>,
+  options: { maxBatchSize?: number; waitMs?: number } = {},
+): DataLoader<K, V> {
+  const { maxBatchSize = 500, waitMs = 0 } = options;
   const runAlone = async (key: K): Promise<V | Error> => {
     try {
       return (await run([key]))[0];
@@ -31,7 +38,7 @@ export function createBatchLoader<K, V>(run: (keys: readonly K[]) => Promise<Arr
         return Promise.all(keys.map(runAlone));
       }
     },
-    { cache: false, maxBatchSize, batchScheduleFn: (callback) => setImmediate(callback) },
+    { cache: false, maxBatchSize, batchScheduleFn: (callback) => (waitMs > 0 ? setTimeout(callback, waitMs) : setImmediate(callback)) },
   );
 }
 

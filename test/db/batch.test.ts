@@ -32,6 +32,17 @@ describe('batched statements', () => {
     assert.deepEqual(calls.at(-1), ['a'], 'a key asked again goes to the database again');
   });
 
+  it('with waitMs, requests that arrive within that time share one call', async () => {
+    const calls: number[][] = [];
+    const loader = createBatchLoader<number, number>(async (keys) => {
+      calls.push([...keys]);
+      return keys.map((k) => k * 2);
+    }, { waitMs: 40 });
+    const spread = [1, 2, 3].map((k, i) => new Promise<number>((resolve) => setTimeout(() => resolve(loader.load(k)), i * 5)));
+    assert.deepEqual(await Promise.all(spread), [2, 4, 6]);
+    assert.deepEqual(calls, [[1, 2, 3]], 'three requests 5 ms apart, one call');
+  });
+
   it('when the database refuses a batch, only the request whose row it refuses fails', async () => {
     const token = (user: number): IssuedTokenRow => ({
       jti: randomUUID(), userId: user, clientId: 'batch', username: 'batch', ipAddress: '127.0.0.1',
