@@ -35,7 +35,9 @@ export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_D
     if (options.serve) {
       throw new Error(`The embedded database in ${paths.dir} is in use by process ${holder}; set DATABASE_URL to run several instances`);
     }
-    return openPostgres({ host: paths.dir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' }, { max: 1 });
+    // The socket's connections all share the service's one PGlite session: a statement one
+    // command prepared would already exist for the next, so nothing is prepared there.
+    return openPostgres({ host: paths.dir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' }, { max: 1, prepare: false });
   }
   try {
     const { db, pglite } = await openEmbedded(paths.pgdata);

@@ -18,14 +18,16 @@ function statementName(sql: string): string {
 }
 
 /** Opens a pooled PostgreSQL connection. */
-export function openPostgres(target: string | pg.PoolConfig, options: { max?: number } = {}): Db {
+export function openPostgres(target: string | pg.PoolConfig, options: { max?: number; prepare?: boolean } = {}): Db {
+  // false: QueryOptions.prepare is ignored (a server whose sessions outlive or span our connections)
+  const prepare = options.prepare ?? true;
   const base = typeof target === 'string' ? { connectionString: target } : target;
   const pool = new pg.Pool({ max: options.max ?? 20, idleTimeoutMillis: 30_000, ...base });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     // node-postgres prepares a named statement once per connection, then only binds and runs it
-    const r = await client.query({ text: sql, values: params as unknown[], name: options?.prepare ? statementName(sql) : undefined });
+    const r = await client.query({ text: sql, values: params as unknown[], name: prepare && options?.prepare ? statementName(sql) : undefined });
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   };
   return {
