@@ -9,7 +9,7 @@ import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
 import { writeTogether } from '../db/statement.ts';
-import { eventDeliveries, leasedEventDeliveries } from '../webhooks/events.ts';
+import { eventDeliveries } from '../webhooks/events.ts';
 import type { ClaimedDelivery } from '../webhooks/queries.ts';
 import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
@@ -67,7 +67,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
     const handed = await writeTogether<ClaimedDelivery>(db, [
       issuedTokenRows(records.map((r) => r.token)),
       auditRows(records.map((r) => r.audit)),
-      leaseMs === null ? eventDeliveries('user.login', events) : leasedEventDeliveries('user.login', events, leaseMs),
+      eventDeliveries('user.login', events, leaseMs === null ? undefined : { leaseMs }),
     ]);
     if (leaseMs === null) outbox.wake();
     else outbox.handOff(handed);

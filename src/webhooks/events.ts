@@ -30,7 +30,7 @@ export interface EventOutbox {
   /**
    * The lease a dispatcher of this process takes deliveries with (onHandOff), or null when
    * none does. A hot path that knows it can write its events already leased
-   * (leasedEventDeliveries) and hand them over after commit: no claim statement, no wait.
+   * (eventDeliveries with a lease) and hand them over after commit: no claim statement, no wait.
    */
   handOffLeaseMs(): number | null;
   /** Gives committed, leased deliveries to the dispatcher; with none attached, they go out when their lease ends. */
@@ -42,42 +42,29 @@ export interface EventOutbox {
 /**
  * The delivery rows of events of one type (one per event and active webhook subscribed to
  * it, in order), as a part of a larger statement: the events' own transaction or statement.
+ *
+ * With `lease`, the rows are written already claimed for their first attempt and leased to
+ * the dispatcher they will be handed to (EventOutbox.handOff), and the statement answers
+ * them as that dispatcher needs them (ClaimedDelivery).
  */
-export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>): WritePart | null {
+export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>, lease?: { leaseMs: number }): WritePart | null {
   if (data.length === 0) return null;
-  return {
+  const part: WritePart = {
     sql: (first) => {
-      const [name, events] = placeholders(first, 2);
-      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data)
-       SELECT gen_random_uuid(), w.id, ${name}::text, e.value
+      const [name, events, leaseMs] = placeholders(first, lease ? 3 : 2);
+      const [columns, values] = lease
+        ? [', attempts, locked_until', `, 1, now() + make_interval(secs => ${leaseMs}::double precision / 1000)`]
+        : ['', ''];
+      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data${columns})
+       SELECT gen_random_uuid(), w.id, ${name}::text, e.value${values}
        FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
        CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
-       ORDER BY e.n, w.id`;
+       ORDER BY e.n, w.id${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : ''}`;
     },
-    values: [event, JSON.stringify(data)],
+    values: lease ? [event, JSON.stringify(data), lease.leaseMs] : [event, JSON.stringify(data)],
   };
-}
-
-/**
- * The same rows written already claimed for their first attempt, leased for `leaseMs` to
- * the dispatcher they will be handed to (EventOutbox.handOff): the statement answers them
- * as that dispatcher needs them.
- */
-export function leasedEventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>, leaseMs: number): WritePart | null {
-  if (data.length === 0) return null;
-  return {
-    sql: (first) => {
-      const [name, events, lease] = placeholders(first, 3);
-      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data, attempts, locked_until)
-       SELECT gen_random_uuid(), w.id, ${name}::text, e.value, 1, now() + make_interval(secs => ${lease}::double precision / 1000)
-       FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
-       CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
-       ORDER BY e.n, w.id
-       RETURNING id, webhook_id, event, data, attempts`;
-    },
-    values: [event, JSON.stringify(data), leaseMs],
-    answer: (cte) => `d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`,
-  };
+  if (lease) part.answer = (cte) => `d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
+  return part;
 }
 
 /** Creates the outbox used by every use case that emits events. */
