@@ -124,19 +124,24 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   async function send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     const started = performance.now();
     const signed = signDelivery(delivery, delivery.secret);
+    // The timeout bounds the whole attempt, name resolution included (getaddrinfo can hang).
+    // Its timer is cleared when the attempt ends: AbortSignal.timeout's would still fire for
+    // every attempt, seconds later, each building an exception and rejecting a promise.
+    const timeoutMs = config.WEBHOOK_TIMEOUT_MS;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
     try {
       const url = parseWebhookUrl(delivery.url);
-      // The timeout bounds the whole attempt, name resolution included (getaddrinfo can hang).
-      const timeoutMs = config.WEBHOOK_TIMEOUT_MS;
-      const signal = AbortSignal.timeout(timeoutMs);
       const timedOut = new Promise<never>((_, reject) =>
-        signal.addEventListener('abort', () => reject(new Error(`timeout after ${timeoutMs} ms resolving ${url.hostname}`)), { once: true }));
+        deadline.signal.addEventListener('abort', () => reject(new Error(`timeout after ${timeoutMs} ms resolving ${url.hostname}`)), { once: true }));
       timedOut.catch(() => {});
       const target = await Promise.race([resolveTarget(url, policy, lookup), timedOut]);
-      return await postOnce(url, target, signed, { signal, timeoutMs });
+      return await postOnce(url, target, signed, { signal: deadline.signal, timeoutMs });
     } catch (err) {
       const message = err instanceof UrlNotAllowedError ? `refused: ${err.message}` : `error: ${(err as Error).message}`;
       return { ok: false, statusCode: null, error: message, durationMs: Math.round(performance.now() - started) };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
