@@ -1,29 +1,20 @@
 /** What the benchmarks share: a database of their own, the service as a process, the CLI. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { freePort } from '../test/helpers/http.ts';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('../', import.meta.url)));
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** A port nothing listens on right now (the service logs nothing at LOG_LEVEL=warn, so we pick its port). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /**
  * Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe`
  * answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits.
  */
 export async function startProcess(file: string, env: Record<string, string>, probe: string): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
+  const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   let exited: number | null = null;

@@ -4,15 +4,14 @@ import { after, before, describe, it } from 'node:test';
 import { createBatchLoader } from '../../src/db/batch.ts';
 import { insertIssuedTokens, type IssuedTokenRow } from '../../src/sso/queries.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
+import { insertUserAndClient } from '../helpers/factories.ts';
 
 describe('batched statements', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
   let userId: number;
   before(async () => {
     t = await createMigratedDatabase();
-    userId = (await t.db.query<{ id: number }>(
-      "INSERT INTO users (username, email, password_hash) VALUES ('batch', 'batch@example.com', 'x') RETURNING id")).rows[0].id;
-    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('batch', 'Batch', 'h', 'abcd', 'https://b.example/cb')");
+    ({ userId } = await insertUserAndClient(t.db, 'batch'));
   });
   after(() => t.drop());
 

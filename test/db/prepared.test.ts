@@ -4,6 +4,7 @@ import { findClients } from '../../src/clients/queries.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
+import { insertUserAndClient } from '../helpers/factories.ts';
 import { onPostgres } from '../helpers/db.ts';
 
 describe('prepared statements (PostgreSQL)', { skip: !onPostgres && 'needs PostgreSQL' }, () => {
@@ -12,7 +13,7 @@ describe('prepared statements (PostgreSQL)', { skip: !onPostgres && 'needs Postg
   before(async () => {
     t = await createMigratedDatabase();
     one = openPostgres(t.url!, { max: 1 });
-    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('prep', 'Prep', 'h', 'abcd', 'https://p.example/cb')");
+    await insertUserAndClient(t.db, 'prep');
   });
   after(async () => {
     await one?.close();

@@ -6,6 +6,7 @@ import { writeTogether } from '../../src/db/statement.ts';
 import { issuedTokenRows, type IssuedTokenRow } from '../../src/sso/queries.ts';
 import { eventDeliveries } from '../../src/webhooks/events.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
+import { insertUserAndClient } from '../helpers/factories.ts';
 
 describe('writes composed into one statement', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -13,9 +14,7 @@ describe('writes composed into one statement', () => {
   let webhookId: number;
   before(async () => {
     t = await createMigratedDatabase();
-    userId = (await t.db.query<{ id: number }>(
-      "INSERT INTO users (username, email, password_hash) VALUES ('compose', 'compose@example.com', 'x') RETURNING id")).rows[0].id;
-    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('compose', 'Compose', 'h', 'abcd', 'https://c.example/cb')");
+    ({ userId } = await insertUserAndClient(t.db, 'compose'));
     webhookId = (await t.db.query<{ id: number }>(
       "INSERT INTO webhooks (url, events, secret) VALUES ('https://hooks.example/in', '{user.login}', 'sixteen-chars-secret') RETURNING id")).rows[0].id;
   });

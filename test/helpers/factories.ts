@@ -1,3 +1,4 @@
+import type { Queryable } from '../../src/db/db.ts';
 import type { TestApp } from './app.ts';
 import { unique } from './app.ts';
 
@@ -39,4 +40,17 @@ export async function makeUser(
     CLI,
   );
   return { ...user, password: options.password ?? TEST_PASSWORD };
+}
+
+/**
+ * A user and a client system both named `name`, written straight into the database: for
+ * data-layer tests that run without the service (no password or secret is ever checked).
+ */
+export async function insertUserAndClient(db: Queryable, name: string): Promise<{ userId: number; clientId: string }> {
+  const user = await db.query<{ id: number }>(
+    "INSERT INTO users (username, email, password_hash) VALUES ($1, $1 || '@example.com', 'x') RETURNING id", [name]);
+  await db.query(
+    "INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ($1, $1, 'h', 'abcd', 'https://' || $1 || '.example/cb')",
+    [name]);
+  return { userId: user.rows[0].id, clientId: name };
 }

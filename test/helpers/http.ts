@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -66,4 +67,13 @@ export function client(baseUrl: string, defaults: Omit<RequestOptions, 'body' | 
     patch: <T = any>(path: string, body?: unknown, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'PATCH', body })),
     delete: <T = any>(path: string, o: RequestOptions = {}) => request<T>(baseUrl + path, merge({ ...o, method: 'DELETE' })),
   };
+}
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
 }

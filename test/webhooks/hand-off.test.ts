@@ -11,6 +11,7 @@ import { deliveryLeaseMs, startDispatcher } from '../../src/webhooks/dispatcher.
 import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
 import { claimDueDeliveries } from '../../src/webhooks/queries.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
+import { insertUserAndClient } from '../helpers/factories.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';
 
 const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
@@ -22,15 +23,14 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
   before(async () => {
     t = await createMigratedDatabase();
-    await t.db.query("INSERT INTO users (username, email, password_hash) VALUES ('handed', 'handed@example.com', 'x')");
-    await t.db.query("INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ('handoff', 'Hand-off', 'h', 'abcd', 'https://h.example/cb')");
+    await insertUserAndClient(t.db, 'handoff');
   });
   after(() => t.drop());
 
   async function issue(outbox: EventOutbox, count: number): Promise<void> {
     const sso = createSsoService({ db: t.db, config, signingKey: createSecretKey(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
     const client = (await findClient(t.db, 'handoff'))!;
-    const user = (await findUserByUsername(t.db, 'handed'))!;
+    const user = (await findUserByUsername(t.db, 'handoff'))!;
     // issued together: one statement records them all
     await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
   }

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,18 +11,9 @@ import { openDatabase } from '../../../src/db/open.ts';
 import { loadSigningKey } from '../../../src/sso/keys.ts';
 import { TEST_ENV } from '../../helpers/app.ts';
 import { createTestDatabase } from '../../helpers/db.ts';
-import { request } from '../../helpers/http.ts';
+import { freePort, request } from '../../helpers/http.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** A port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 /** The environment of a real server process on a fresh database: PostgreSQL in CI, else embedded. */
 export async function prepareServerEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
