@@ -15,12 +15,7 @@ export interface AuditEntry {
 
 /** Appends one row to the audit log (inside the caller's transaction when given one). */
 export async function writeAudit(q: Queryable, e: AuditEntry): Promise<void> {
-  await writeAuditMany(q, [e]);
-}
-
-/** Appends rows to the audit log in one statement, in the order given. */
-export async function writeAuditMany(q: Queryable, entries: readonly AuditEntry[]): Promise<void> {
-  await writeTogether(q, [auditRows(entries)]);
+  await writeTogether(q, [auditRows([e])]);
 }
 
 /** The insert of audit rows, in the order given, as a part of a larger statement (null: none). */

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
+import { placeholders, type WritePart } from '../db/statement.ts';
 
 /** An issued token as recorded for the single-use check. */
 export interface IssuedTokenRow {
@@ -10,11 +10,6 @@ export interface IssuedTokenRow {
   ipAddress: string;
   issuedAt: Date;
   expiresAt: Date;
-}
-
-/** Records issued tokens, any number in one statement. */
-export async function insertIssuedTokens(q: Queryable, tokens: readonly IssuedTokenRow[]): Promise<void> {
-  await writeTogether(q, [issuedTokenRows(tokens)]);
 }
 
 /** The insert of issued tokens as a part of a larger statement (null: none). */

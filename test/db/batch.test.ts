@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createBatchLoader } from '../../src/db/batch.ts';
-import { insertIssuedTokens, type IssuedTokenRow } from '../../src/sso/queries.ts';
+import { writeTogether } from '../../src/db/statement.ts';
+import { issuedTokenRows, type IssuedTokenRow } from '../../src/sso/queries.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 
@@ -50,7 +51,7 @@ describe('batched statements', () => {
     let statements = 0;
     const recorder = createBatchLoader<IssuedTokenRow, true>(async (rows) => {
       statements++;
-      await insertIssuedTokens(t.db, rows);
+      await writeTogether(t.db, [issuedTokenRows(rows)]);
       return rows.map(() => true as const);
     });
     const good = [token(userId), token(userId), token(userId)];
