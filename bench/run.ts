@@ -9,7 +9,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
-import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess as start } from './support.ts';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess as start, stopProcess } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -114,8 +114,7 @@ async function main() {
     const wrongAnswers = validations.reduce((n, v) => n + v.non2xx, 0);
     if (wrongAnswers > 0) console.log(`note: ${wrongAnswers} validation answers were not 2xx`);
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await Promise.all(children.map(stopProcess));
     await db.drop();
   }
 }

@@ -28,6 +28,17 @@ export async function startProcess(file: string, env: Record<string, string>, pr
   throw new Error(exited === null ? `${file} did not start within 30 s` : `${file} exited ${exited}`);
 }
 
+/**
+ * Stops a process started by startProcess: SIGTERM, then waits (10 s at most) for it to exit,
+ * so that it has finished with its database and written its CPU profile.
+ */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
+}
+
 /** POSTs JSON and returns the parsed answer. */
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
   const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess } from './support.ts';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess, stopProcess } from './support.ts';
 
 export interface WebhookLatencyResult {
   /** How the token issue load was made. */
@@ -225,8 +225,7 @@ export async function runWebhookLatencyBench(
     const saturated = await phase(`${connections} connections`, () => saturatingLoad(url, body, connections, seconds));
     return [steady, saturated];
   } finally {
-    child?.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    if (child) await stopProcess(child);
     await records.end().catch(() => {});
     receiver.closeAllConnections();
     receiver.close();
