@@ -62,6 +62,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   let stopped = false;
   let pumping = false;
   let again = false;
+  /**
+   * The table may hold due deliveries we had no free slot for: the last claim filled every
+   * slot, or a wake-up or poll came while all were taken. Only then does a finished attempt
+   * claim again; otherwise (deliveries handed over one by one) it would cost a statement per
+   * attempt that finds nothing.
+   */
+  let backlog = false;
   const inFlight = new Set<Promise<void>>();
   /** Deliveries handed over by the transaction that wrote them, waiting for a free slot. */
   const handed: ClaimedDelivery[] = [];
@@ -86,8 +93,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         again = false;
         while (handed.length > 0 && inFlight.size < concurrency && !stopped) begin(handed.shift()!);
         const free = concurrency - inFlight.size;
-        if (free <= 0 || stopped) break;
+        if (stopped) break;
+        if (free <= 0) {
+          backlog = true;
+          break;
+        }
         const claimed = await claimDueDeliveries(db, free, leaseMs);
+        backlog = claimed.length === free;
         for (const delivery of claimed) begin(delivery);
         if (claimed.length < free && !again) break;
       }
@@ -99,11 +111,16 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     }
   }
 
-  /** Makes the attempt we hold the lease for; a finished attempt frees a slot for the next. */
+  /**
+   * Makes the attempt we hold the lease for. A finished attempt frees a slot for the next:
+   * one handed over and waiting, or, when there may be a backlog, one claimed from the table.
+   */
   function begin(delivery: ClaimedDelivery): void {
     const running = attempt(delivery).finally(() => {
       inFlight.delete(running);
-      void pump();
+      if (stopped) return;
+      if (handed.length > 0) begin(handed.shift()!);
+      else if (backlog) void pump();
     });
     inFlight.add(running);
   }

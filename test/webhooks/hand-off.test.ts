@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { Db, QueryOptions } from '../../src/db/db.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createSsoService } from '../../src/sso/service.ts';
 import { findUserByUsername } from '../../src/users/queries.ts';
@@ -63,6 +64,61 @@ describe('token issues hand their user.login deliveries straight to the dispatch
       await receiver.close();
     }
     assert.equal(outbox.handOffLeaseMs(), null, 'a stopped dispatcher takes nothing more');
+  });
+
+  /** The test database, counting the claim statements made through it. */
+  function countingClaims(): { db: Db; claims: () => number } {
+    let claims = 0;
+    const db = new Proxy(t.db, {
+      get(target, prop) {
+        if (prop === 'query') {
+          return (sql: string, ...rest: [unknown[]?, QueryOptions?]) => {
+            if (sql.includes('SKIP LOCKED')) claims++;
+            return target.query(sql, ...rest);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    return { db, claims: () => claims };
+  }
+
+  it('finished attempts of handed-over deliveries claim nothing from the table', async () => {
+    const receiver = await startReceiver();
+    const outbox = createOutbox();
+    const { db, claims } = countingClaims();
+    const dispatcher = startDispatcher({ db, config, logger, outbox, pollMs: NEVER });
+    try {
+      const webhookId = await webhookFor(receiver.url);
+      await eventually(async () => claims() === 1); // the one look at start-up
+      await issue(outbox, 5);
+      await receiver.waitFor(() => receiver.received.length === 5);
+      await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded'));
+      assert.equal(claims(), 1, 'no claim statement after the start-up one');
+    } finally {
+      await dispatcher.stop();
+      await receiver.close();
+    }
+  });
+
+  it('with more due in the table than free slots, finished attempts claim the rest', async () => {
+    const receiver = await startReceiver(async () => {
+      await sleep(50);
+      return 200;
+    });
+    const webhookId = await webhookFor(receiver.url);
+    await issue(createOutbox(), 5); // no dispatcher in the process: written unclaimed
+    const { db, claims } = countingClaims();
+    const dispatcher = startDispatcher({ db, config, logger, outbox: createOutbox(), pollMs: NEVER, concurrency: 2 });
+    try {
+      await receiver.waitFor(() => receiver.received.length === 5);
+      await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1));
+      assert.ok(claims() >= 3, `5 deliveries through 2 slots take at least 3 claims, made ${claims()}`);
+    } finally {
+      await dispatcher.stop();
+      await receiver.close();
+    }
   });
 
   it('without a dispatcher in the process they are written unclaimed and the commit wakes', async () => {
