@@ -140,6 +140,27 @@ describe('webhook delivery and retries', () => {
     }
   });
 
+  it('on PostgreSQL, keeps delivering after the database has dropped every connection', { skip: !onPostgres && 'the embedded database has no connections to drop' }, async () => {
+    const receiver = await startReceiver();
+    try {
+      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(app);
+      await receiver.waitFor(() => receiver.received.length === 1);
+      await eventually(async () => (await deliveryRow(app, id)).every((d) => d.status === 'succeeded'));
+      // A restart or failover of PostgreSQL: every session of this database ends, the
+      // dispatcher thread's included (all but the one asking).
+      const dropped = await app.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t');
+      assert.ok(dropped.rows[0].n >= 1, 'the dispatcher thread had a connection to drop');
+      await sleep(100);
+      for (let i = 0; i < 3; i++) await triggerClientRegistered(app);
+      await receiver.waitFor(() => receiver.received.length === 4);
+      await eventually(async () => (await deliveryRow(app, id)).every((d) => d.status === 'succeeded' && d.attempts === 1));
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('a receiver that fails twice then answers 200 gets exactly 3 attempts, growing gaps, one delivery id', async () => {
     const receiver = await startReceiver((_r, i) => (i < 2 ? 500 : 200));
     try {
