@@ -42,8 +42,8 @@ describe('webhook delivery and retries', () => {
         clientIds.push(await triggerClientRegistered(app));
         await receiver.waitFor(() => receiver.received.length === i + 1);
         delays.push(receiver.received[i].at - started);
-        // Let the dispatcher go idle (attempt recorded, its follow-up claim done), so the
-        // next event is not picked up by that claim but by the wake (or, without it, the poll).
+        // Let the dispatcher go idle (attempt recorded), so the next event is not picked up
+        // by a claim already under way but by the wake (or, without it, the poll).
         await eventually(async () => (await deliveryRow(app, id)).every((d) => d.status === 'succeeded'));
         await sleep(50);
       }
