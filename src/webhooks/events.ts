@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
-import type { ClaimedDelivery } from './queries.ts';
+import { CLAIMED_DELIVERY_COLUMNS, type ClaimedDelivery } from './queries.ts';
 
 /** The seven event types of SPEC.md section 6. */
 export const EVENT_TYPES = [
@@ -63,7 +63,7 @@ export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<str
     },
     values: lease ? [event, JSON.stringify(data), lease.leaseMs] : [event, JSON.stringify(data)],
   };
-  if (lease) part.answer = (cte) => `d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
+  if (lease) part.answer = (cte) => `${CLAIMED_DELIVERY_COLUMNS} FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
   return part;
 }
 

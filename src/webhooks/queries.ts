@@ -45,6 +45,9 @@ export interface ClaimedDelivery {
   secret: string;
 }
 
+/** The columns of a ClaimedDelivery, from its delivery row `d` and its webhook `w`. */
+export const CLAIMED_DELIVERY_COLUMNS = 'd.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret';
+
 /**
  * Claims up to `limit` due deliveries for one attempt each, in one statement: FOR UPDATE
  * SKIP LOCKED makes concurrent claimers (other instances) pass over rows being claimed, and
@@ -67,7 +70,7 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
      SET locked_until = now() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1
      FROM due, webhooks w
      WHERE d.id = due.id AND w.id = d.webhook_id
-     RETURNING d.id, d.webhook_id, d.event, d.data, d.attempts, w.url, w.secret`,
+     RETURNING ${CLAIMED_DELIVERY_COLUMNS}`,
     [limit, leaseMs],
     { prepare: true },
   );
