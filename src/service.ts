@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
+import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -25,12 +26,23 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** One instance before it listens: the Express app, its services and an orderly stop. */
+export interface ServiceInstance {
+  app: Express;
+  services: Services;
+  /**
+   * Stops the background workers, waits for `drain` (in-flight requests) too, then closes
+   * the rate limiters; the caller closes the database.
+   */
+  stop(drain?: Promise<void>): Promise<void>;
+}
+
 /**
- * Starts one instance on an open database: migrations, signing key, services, HTTP server,
- * background workers. `stop` stops accepting, lets in-flight requests finish, stops the
- * workers, and leaves closing the database to the caller that opened it.
+ * Builds one instance on an open database: migrations, signing key, services, the Express
+ * app and the background workers (webhook dispatcher, token.expired sweep). It does not
+ * listen: `startService` does, and the tests drive `app` in-process.
  */
-export async function startService(config: Config, db: Db, logger: Logger): Promise<RunningService> {
+export async function createInstance(config: Config, db: Db, logger: Logger): Promise<ServiceInstance> {
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const signingKey = await loadSigningKey(config);
@@ -55,8 +67,24 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
     })
     : startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
   workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
+  return {
+    app,
+    services,
+    async stop(drain) {
+      await Promise.all([drain, ...workers.map((w) => w.stop())]);
+      await limiters.close();
+    },
+  };
+}
 
-  const server = http.createServer(app);
+/**
+ * Starts one instance and listens on PORT/HOST. `stop` stops accepting, lets in-flight
+ * requests finish, stops the workers, and leaves closing the database to the caller that
+ * opened it.
+ */
+export async function startService(config: Config, db: Db, logger: Logger): Promise<RunningService> {
+  const instance = await createInstance(config, db, logger);
+  const server = http.createServer(instance.app);
   server.keepAliveTimeout = 65_000;
   const closer = gracefulCloser(server);
   await new Promise<void>((resolve, reject) => {
@@ -68,12 +96,11 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   return {
     server,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    services,
+    services: instance.services,
     async stop() {
       // Stop accepting and drain in-flight requests while the workers finish their current
       // attempt; both fit well inside the 25 s server.ts allows before it forces an exit.
-      await Promise.all([closer.close(SHUTDOWN_DRAIN_MS), ...workers.map((w) => w.stop())]);
-      await limiters.close();
+      await instance.stop(closer.close(SHUTDOWN_DRAIN_MS));
     },
   };
 }

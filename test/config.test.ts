@@ -1,24 +1,24 @@
-import assert from 'node:assert/strict';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, expect, it } from 'vitest';
+import { thrownBy } from './helpers/expect.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { startServerProcess } from './helpers/processes.ts';
 
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = loadConfig({});
-    assert.equal(c.PORT, 3000);
-    assert.equal(c.TOKEN_TTL_SECONDS, 60);
-    assert.equal(c.RATE_LIMIT_LOGIN_PER_MIN, 10);
-    assert.equal(c.RATE_LIMIT_VALIDATE_PER_MIN, 100);
-    assert.equal(c.RATE_LIMIT_USER_PER_MIN, 50);
-    assert.equal(c.LOCKOUT_THRESHOLD, 5);
-    assert.equal(c.LOCKOUT_MINUTES, 30);
-    assert.equal(c.BCRYPT_COST, 12);
-    assert.equal(c.ISSUER, 'auth-service');
-    assert.equal(c.DATABASE_URL, undefined);
+    expect(c.PORT).toBe(3000);
+    expect(c.TOKEN_TTL_SECONDS).toBe(60);
+    expect(c.RATE_LIMIT_LOGIN_PER_MIN).toBe(10);
+    expect(c.RATE_LIMIT_VALIDATE_PER_MIN).toBe(100);
+    expect(c.RATE_LIMIT_USER_PER_MIN).toBe(50);
+    expect(c.LOCKOUT_THRESHOLD).toBe(5);
+    expect(c.LOCKOUT_MINUTES).toBe(30);
+    expect(c.BCRYPT_COST).toBe(12);
+    expect(c.ISSUER).toBe('auth-service');
+    expect(c.DATABASE_URL).toBe(undefined);
   });
 
   it('names the key and the problem of a bad value', () => {
@@ -32,13 +32,13 @@ describe('configuration', () => {
       [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
     ];
     for (const [env, message] of cases) {
-      assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'), JSON.stringify(env));
+      expect(thrownBy(() => loadConfig(env)), JSON.stringify(env)).toSatisfy((err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
     }
   });
 
   it('stops the start with one line naming the key', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-config-'));
-    await assert.rejects(startServerProcess({ DATA_DIR: dataDir, DATABASE_URL: '', BCRYPT_COST: '99' }), (err: Error) => {
+    await expect(startServerProcess({ DATA_DIR: dataDir, DATABASE_URL: '', BCRYPT_COST: '99' })).rejects.toSatisfy((err: Error) => {
       const lines = err.message.split('\n').filter((l) => l.includes('Invalid configuration'));
       return lines.length === 1 && /BCRYPT_COST/.test(lines[0]) && /server exited with 1/.test(err.message);
     });

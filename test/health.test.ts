@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, expect, it } from 'vitest';
 import { startTestApp } from './helpers/app.ts';
 
 describe('health endpoints', () => {
@@ -7,17 +6,17 @@ describe('health endpoints', () => {
     const app = await startTestApp();
     try {
       const live = await app.http.get('/healthz');
-      assert.equal(live.status, 200);
-      assert.equal(live.body.status, 'ok');
+      expect(live.status).toBe(200);
+      expect(live.body.status).toBe('ok');
       const ready = await app.http.get('/readyz');
-      assert.equal(ready.status, 200);
-      assert.equal(ready.body.database, process.env.TEST_DATABASE_URL ? 'postgres' : 'embedded');
+      expect(ready.status).toBe(200);
+      expect(ready.body.database).toBe(process.env.TEST_DATABASE_URL ? 'postgres' : 'embedded');
 
       await app.db.close(); // the database goes away
       const notReady = await app.http.get('/readyz');
-      assert.equal(notReady.status, 503);
-      assert.equal(notReady.body.error, 'not_ready');
-      assert.equal((await app.http.get('/healthz')).status, 200, 'the process itself still answers');
+      expect(notReady.status).toBe(503);
+      expect(notReady.body.error).toBe('not_ready');
+      expect((await app.http.get('/healthz')).status, 'the process itself still answers').toBe(200);
     } finally {
       await app.close().catch(() => {});
     }

@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvCell } from '../../src/audit/export.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { type SignedIn, signedIn } from './support.ts';
@@ -24,12 +23,12 @@ describe('admin API: the audit log', () => {
   let app: TestApp;
   let admin: SignedIn;
   let member: SignedIn;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     admin = await signedIn(app, 'admin');
     member = await signedIn(app, 'user');
   });
-  after(() => app?.close());
+  afterAll(() => app?.close());
 
   async function seed(action: string, rows: Array<{ outcome?: string; username?: string; user_id?: number; client_id?: string; ip?: string; at?: string; user_agent?: string }>) {
     for (const r of rows) {
@@ -50,22 +49,22 @@ describe('admin API: the audit log', () => {
     ]);
     const get = async (query: string) => {
       const res = await app.http.get(`/api/admin/audit?action=${action}&${query}`, admin.as);
-      assert.equal(res.status, 200, query);
+      expect(res.status, query).toBe(200);
       return res.body.entries.map((e: { username: string; client_id: string }) => `${e.username}@${e.client_id}`);
     };
-    assert.deepEqual(await get(''), ['bob@crm', 'alice@wiki', 'alice@crm'], 'newest first');
-    assert.deepEqual(await get('user=ALICE'), ['alice@wiki', 'alice@crm'], 'usernames normalized as logins are');
-    assert.deepEqual(await get('user=4242'), ['bob@crm'], 'a number is a user id');
-    assert.deepEqual(await get('client_id=crm'), ['bob@crm', 'alice@crm']);
-    assert.deepEqual(await get('outcome=failure'), ['alice@wiki']);
-    assert.deepEqual(await get('ip=10.0.0.1'), ['bob@crm', 'alice@crm']);
-    assert.deepEqual(await get('from=2026-01-02T00:00:00Z'), ['bob@crm', 'alice@wiki']);
-    assert.deepEqual(await get('to=2026-01-02'), ['alice@wiki', 'alice@crm'], 'a bare date as to includes that day');
-    assert.deepEqual(await get('from=2026-01-02T00:00&to=2026-01-02T23:00'), ['alice@wiki']);
+    expect(await get(''), 'newest first').toStrictEqual(['bob@crm', 'alice@wiki', 'alice@crm']);
+    expect(await get('user=ALICE'), 'usernames normalized as logins are').toStrictEqual(['alice@wiki', 'alice@crm']);
+    expect(await get('user=4242'), 'a number is a user id').toStrictEqual(['bob@crm']);
+    expect(await get('client_id=crm')).toStrictEqual(['bob@crm', 'alice@crm']);
+    expect(await get('outcome=failure')).toStrictEqual(['alice@wiki']);
+    expect(await get('ip=10.0.0.1')).toStrictEqual(['bob@crm', 'alice@crm']);
+    expect(await get('from=2026-01-02T00:00:00Z')).toStrictEqual(['bob@crm', 'alice@wiki']);
+    expect(await get('to=2026-01-02'), 'a bare date as to includes that day').toStrictEqual(['alice@wiki', 'alice@crm']);
+    expect(await get('from=2026-01-02T00:00&to=2026-01-02T23:00')).toStrictEqual(['alice@wiki']);
     const entry = (await app.http.get(`/api/admin/audit?action=${action}&limit=1`, admin.as)).body.entries[0];
-    assert.deepEqual(Object.keys(entry).sort(), ['action', 'at', 'client_id', 'details', 'id', 'ip_address', 'outcome', 'user_agent', 'user_id', 'username']);
-    assert.deepEqual(entry.details, { k: 'v' });
-    assert.equal(entry.at, '2026-01-03T10:00:00.000Z');
+    expect(Object.keys(entry).sort()).toStrictEqual(['action', 'at', 'client_id', 'details', 'id', 'ip_address', 'outcome', 'user_agent', 'user_id', 'username']);
+    expect(entry.details).toStrictEqual({ k: 'v' });
+    expect(entry.at).toBe('2026-01-03T10:00:00.000Z');
   });
 
   it('pages by keyset cursor without repeating or skipping entries', async () => {
@@ -76,13 +75,13 @@ describe('admin API: the audit log', () => {
     let pages = 0;
     do {
       const res = await app.http.get(`/api/admin/audit?action=${action}&limit=3${cursor ? `&cursor=${cursor}` : ''}`, admin.as);
-      assert.equal(res.status, 200);
+      expect(res.status).toBe(200);
       seen.push(...res.body.entries.map((e: { username: string }) => e.username));
       cursor = res.body.next_cursor ?? '';
       pages++;
     } while (cursor);
-    assert.equal(pages, 3);
-    assert.deepEqual(seen, ['u6', 'u5', 'u4', 'u3', 'u2', 'u1', 'u0']);
+    expect(pages).toBe(3);
+    expect(seen).toStrictEqual(['u6', 'u5', 'u4', 'u3', 'u2', 'u1', 'u0']);
   });
 
   it('exports CSV with formula cells defused and NDJSON, filtered, as attachments', async () => {
@@ -93,57 +92,57 @@ describe('admin API: the audit log', () => {
       { username: '-2+3', user_agent: 'plain' },
     ]);
     const csv = await app.http.get(`/api/admin/audit?action=${action}&format=csv`, admin.as);
-    assert.equal(csv.status, 200);
-    assert.match(String(csv.headers['content-type']), /^text\/csv/);
-    assert.match(String(csv.headers['content-disposition']), /^attachment; filename="audit-\d{8}-\d{6}\.csv"$/);
-    assert.equal(csv.headers['cache-control'], 'no-store');
+    expect(csv.status).toBe(200);
+    expect(String(csv.headers['content-type'])).toMatch(/^text\/csv/);
+    expect(String(csv.headers['content-disposition'])).toMatch(/^attachment; filename="audit-\d{8}-\d{6}\.csv"$/);
+    expect(csv.headers['cache-control']).toBe('no-store');
     const rows = parseCsv(csv.text);
-    assert.deepEqual(rows[0], ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details']);
-    assert.equal(rows.length, 4, 'header and three rows, oldest first');
-    assert.equal(rows[1][5], `'=HYPERLINK("http://evil.example","x")`);
-    assert.equal(rows[1][8], 'Mozilla, "quoted"\nnext line');
-    assert.equal(rows[2][5], "'+cmd");
-    assert.equal(rows[2][8], "'@SUM(A1)");
-    assert.equal(rows[3][5], "'-2+3");
-    assert.equal(rows[1][9], '{"k":"v"}');
-    for (const row of rows.slice(1)) for (const cell of row) assert.doesNotMatch(cell, /^[=+\-@]/);
-    assert.equal(csvCell('\tx'), "'\tx");
-    assert.equal(csvCell(null), '');
+    expect(rows[0]).toStrictEqual(['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details']);
+    expect(rows.length, 'header and three rows, oldest first').toBe(4);
+    expect(rows[1][5]).toBe(`'=HYPERLINK("http://evil.example","x")`);
+    expect(rows[1][8]).toBe('Mozilla, "quoted"\nnext line');
+    expect(rows[2][5]).toBe("'+cmd");
+    expect(rows[2][8]).toBe("'@SUM(A1)");
+    expect(rows[3][5]).toBe("'-2+3");
+    expect(rows[1][9]).toBe('{"k":"v"}');
+    for (const row of rows.slice(1)) for (const cell of row) expect(cell).not.toMatch(/^[=+\-@]/);
+    expect(csvCell('\tx')).toBe("'\tx");
+    expect(csvCell(null)).toBe('');
 
     const nd = await app.http.get(`/api/admin/audit?action=${action}&format=ndjson`, admin.as);
-    assert.equal(nd.status, 200);
-    assert.match(String(nd.headers['content-type']), /^application\/x-ndjson/);
+    expect(nd.status).toBe(200);
+    expect(String(nd.headers['content-type'])).toMatch(/^application\/x-ndjson/);
     const lines = nd.text.trimEnd().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => l.username), ['=HYPERLINK("http://evil.example","x")', '+cmd', '-2+3'], 'NDJSON keeps values as they are');
+    expect(lines.map((l) => l.username), 'NDJSON keeps values as they are').toStrictEqual(['=HYPERLINK("http://evil.example","x")', '+cmd', '-2+3']);
     const [exported] = (await app.http.get('/api/admin/audit?action=audit.export&limit=1', admin.as)).body.entries;
-    assert.equal(exported.details.actor, admin.user.username, 'the export itself is audited');
+    expect(exported.details.actor, 'the export itself is audited').toBe(admin.user.username);
   });
 
   it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {
     for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe', 'user=%00', 'client_id=a%00b&format=csv', 'action=%00', 'ip=%00']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
-      assert.equal(res.status, 400, q);
-      assert.equal(res.body.error, 'validation_error');
+      expect(res.status, q).toBe(400);
+      expect(res.body.error).toBe('validation_error');
     }
     // valid JavaScript dates that PostgreSQL's timestamptz cannot hold (or nobody means): 400, never a 500
     for (const q of ['from=-004800-01-01', 'to=-004800-01-01', 'from=%2B275760-09-13T00:00:00Z', 'to=%2B010000-01-01', 'from=1969-12-31',
       'to=0001-01-01T00:00', 'to=9999-12-31T23:00:00-05:00', 'from=-271821-04-20T00:00:00Z&format=csv', 'to=%2B200000-01-01&format=ndjson']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
-      assert.equal(res.status, 400, `${q} -> ${res.status} ${res.text.slice(0, 200)}`);
-      assert.equal(res.body.error, 'validation_error', q);
+      expect(res.status, `${q} -> ${res.status} ${res.text.slice(0, 200)}`).toBe(400);
+      expect(res.body.error, q).toBe('validation_error');
     }
     for (const q of ['from=1970-01-01', 'to=9999-12-31', 'from=1970-01-01T00:00:00-01:00', 'to=9999-12-31T23:59:59.999Z', 'to=9999-12-31&format=csv']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
-      assert.equal(res.status, 200, `${q} -> ${res.status} ${res.text.slice(0, 200)}`);
+      expect(res.status, `${q} -> ${res.status} ${res.text.slice(0, 200)}`).toBe(200);
     }
-    assert.equal((await app.http.get('/api/admin/audit')).status, 401);
-    assert.equal((await app.http.get('/api/admin/audit?format=csv')).status, 401);
+    expect((await app.http.get('/api/admin/audit')).status).toBe(401);
+    expect((await app.http.get('/api/admin/audit?format=csv')).status).toBe(401);
     const forbidden = await app.http.get('/api/admin/audit?format=csv', member.as);
-    assert.equal(forbidden.status, 403);
-    assert.equal(forbidden.body.error, 'forbidden');
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body.error).toBe('forbidden');
   });
 
-  it('streams an export of 100,000 rows as CSV and NDJSON with every row', { timeout: 300_000 }, async () => {
+  it('streams an export of 100,000 rows as CSV and NDJSON with every row', async () => {
     const action = unique('bulk.');
     await app.db.query(
       `INSERT INTO audit_log (action, outcome, username, client_id, ip_address, user_agent, details)
@@ -155,7 +154,7 @@ describe('admin API: the audit log', () => {
     const count = async (format: string) => {
       // counts lines as they arrive: the test itself never holds the whole export either
       const res = await fetch(`${app.url}/api/admin/audit?action=${action}&format=${format}`, { headers: { cookie: admin.cookie } });
-      assert.equal(res.status, 200);
+      expect(res.status).toBe(200);
       let lines = 0;
       let last = '';
       const decoder = new TextDecoder();
@@ -167,10 +166,10 @@ describe('admin API: the audit log', () => {
       return { lines, last };
     };
     const csv = await count('csv');
-    assert.equal(csv.lines, 100_001, 'a header and 100,000 rows');
-    assert.match(csv.last, /\{""n"":100000\}"\r\n$/);
+    expect(csv.lines, 'a header and 100,000 rows').toBe(100_001);
+    expect(csv.last).toMatch(/\{""n"":100000\}"\r\n$/);
     const nd = await count('ndjson');
-    assert.equal(nd.lines, 100_000);
-    assert.match(nd.last, /"details":\{"n":100000\}\}\n$/);
-  });
+    expect(nd.lines).toBe(100_000);
+    expect(nd.last).toMatch(/"details":\{"n":100000\}\}\n$/);
+  }, 300_000);
 });

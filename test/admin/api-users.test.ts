@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn } from '../auth/support.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -9,29 +8,29 @@ describe('admin API: users', () => {
   let app: TestApp;
   let admin: SignedIn;
   let member: SignedIn;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp({ LOCKOUT_THRESHOLD: '2' });
     admin = await signedIn(app, 'admin');
     member = await signedIn(app, 'user');
   });
-  after(() => app?.close());
+  afterAll(() => app?.close());
 
   it('POST /api/admin/users creates a user (201) who can sign in; the password is never returned', async () => {
     const username = unique('Ada');
     const res = await app.http.post('/api/admin/users', {
       username, email: `${username}@example.com`, password: 'a long password', full_name: 'Ada Lovelace', role: 'user',
     }, admin.as);
-    assert.equal(res.status, 201);
-    assert.deepEqual(Object.keys(res.body).sort(), ['active', 'created_at', 'email', 'full_name', 'id', 'locked_until', 'role', 'totp_enabled', 'username']);
-    assert.equal(res.body.username, username.toLowerCase());
-    assert.equal(res.body.full_name, 'Ada Lovelace');
-    assert.equal(res.body.active, true);
-    assert.equal(res.body.locked_until, null);
-    assert.equal((await signIn(app, username, 'a long password')).res.status, 200);
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.body).sort()).toStrictEqual(['active', 'created_at', 'email', 'full_name', 'id', 'locked_until', 'role', 'totp_enabled', 'username']);
+    expect(res.body.username).toBe(username.toLowerCase());
+    expect(res.body.full_name).toBe('Ada Lovelace');
+    expect(res.body.active).toBe(true);
+    expect(res.body.locked_until).toBe(null);
+    expect((await signIn(app, username, 'a long password')).res.status).toBe(200);
     const [row] = await auditOf(app, 'user.create');
-    assert.equal(row.user_id, res.body.id);
-    assert.equal(row.details.actor, admin.user.username);
-    assert.ok(!JSON.stringify(row).includes('a long password'));
+    expect(row.user_id).toBe(res.body.id);
+    expect(row.details.actor).toBe(admin.user.username);
+    expect(!JSON.stringify(row).includes('a long password')).toBeTruthy();
   });
 
   it('GET /api/admin/users searches username, email and full name', async () => {
@@ -41,12 +40,12 @@ describe('admin API: users', () => {
     const byFullName = await makeUser(app, { fullName: `Grace ${tag.toUpperCase()} Hopper` });
     await makeUser(app);
     const res = await app.http.get(`/api/admin/users?q=${tag}`, admin.as);
-    assert.equal(res.status, 200);
-    assert.deepEqual(res.body.map((u: { id: number }) => u.id).sort(), [byName.id, byEmail.id, byFullName.id].sort());
+    expect(res.status).toBe(200);
+    expect(res.body.map((u: { id: number }) => u.id).sort()).toStrictEqual([byName.id, byEmail.id, byFullName.id].sort());
     const all = await app.http.get('/api/admin/users', admin.as);
-    assert.ok(all.body.length >= 5);
+    expect(all.body.length >= 5).toBeTruthy();
     const literal = await app.http.get('/api/admin/users?q=%25', admin.as);
-    assert.deepEqual(literal.body, [], '% is matched literally');
+    expect(literal.body, '% is matched literally').toStrictEqual([]);
   });
 
   it('GET /api/admin/users/:id shows the user with their linked client systems', async () => {
@@ -54,76 +53,76 @@ describe('admin API: users', () => {
     const client = await makeClient(app, { name: 'Team Wiki' });
     await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username) VALUES ($1, $2, $3)', [user.id, client.client_id, 'g.hopper']);
     const res = await app.http.get(`/api/admin/users/${user.id}`, admin.as);
-    assert.equal(res.status, 200);
-    assert.equal(res.body.username, user.username);
-    assert.equal(res.body.totp_enabled, false);
-    assert.deepEqual(res.body.linked_clients.map((l: any) => [l.client_id, l.client_name, l.external_username]), [[client.client_id, 'Team Wiki', 'g.hopper']]);
+    expect(res.status).toBe(200);
+    expect(res.body.username).toBe(user.username);
+    expect(res.body.totp_enabled).toBe(false);
+    expect(res.body.linked_clients.map((l: any) => [l.client_id, l.client_name, l.external_username])).toStrictEqual([[client.client_id, 'Team Wiki', 'g.hopper']]);
   });
 
   it('PATCH /api/admin/users/:id changes email, full name, role and active; a deactivated user gets no token', async () => {
     const user = await makeUser(app);
     const client = await makeClient(app);
     const res = await app.http.patch(`/api/admin/users/${user.id}`, { email: 'new@example.com', full_name: 'New Name', role: 'admin' }, admin.as);
-    assert.equal(res.status, 200);
-    assert.equal(res.body.email, 'new@example.com');
-    assert.equal(res.body.full_name, 'New Name');
-    assert.equal(res.body.role, 'admin');
+    expect(res.status).toBe(200);
+    expect(res.body.email).toBe('new@example.com');
+    expect(res.body.full_name).toBe('New Name');
+    expect(res.body.role).toBe('admin');
     const token = () => app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username });
-    assert.equal((await token()).status, 200);
+    expect((await token()).status).toBe(200);
     const off = await app.http.patch(`/api/admin/users/${user.id}`, { active: false }, admin.as);
-    assert.equal(off.body.active, false);
-    assert.equal((await token()).status, 404);
-    assert.equal((await auditOf(app, 'user.deactivate'))[0].user_id, user.id);
-    assert.equal((await app.http.patch(`/api/admin/users/${user.id}`, { active: true }, admin.as)).body.active, true);
-    assert.equal((await token()).status, 200);
+    expect(off.body.active).toBe(false);
+    expect((await token()).status).toBe(404);
+    expect((await auditOf(app, 'user.deactivate'))[0].user_id).toBe(user.id);
+    expect((await app.http.patch(`/api/admin/users/${user.id}`, { active: true }, admin.as)).body.active).toBe(true);
+    expect((await token()).status).toBe(200);
     const [update] = await auditOf(app, 'user.update');
-    assert.deepEqual(update.details.changed, { email: 'new@example.com', full_name: 'New Name', role: 'admin' });
-    assert.equal(update.details.actor, admin.user.username);
+    expect(update.details.changed).toStrictEqual({ email: 'new@example.com', full_name: 'New Name', role: 'admin' });
+    expect(update.details.actor).toBe(admin.user.username);
   });
 
   it('an administrator cannot demote or deactivate themselves', async () => {
     const res = await app.http.patch(`/api/admin/users/${admin.user.id}`, { role: 'user' }, admin.as);
-    assert.equal(res.status, 409);
-    assert.equal(res.body.error, 'cannot_demote_self');
-    assert.equal((await app.http.patch(`/api/admin/users/${admin.user.id}`, { active: false }, admin.as)).status, 409);
+    expect(res.status).toBe(409);
+    expect(res.body.error).toBe('cannot_demote_self');
+    expect((await app.http.patch(`/api/admin/users/${admin.user.id}`, { active: false }, admin.as)).status).toBe(409);
   });
 
   it('POST /api/admin/users/:id/unlock clears a lockout', async () => {
     const user = await makeUser(app);
     for (let i = 0; i < 2; i++) await signIn(app, user.username, 'wrong password!');
     const locked = await app.http.get(`/api/admin/users/${user.id}`, admin.as);
-    assert.ok(locked.body.locked_until, 'locked after the threshold');
-    assert.equal((await signIn(app, user.username, user.password)).res.status, 423);
+    expect(locked.body.locked_until, 'locked after the threshold').toBeTruthy();
+    expect((await signIn(app, user.username, user.password)).res.status).toBe(423);
     const res = await app.http.post(`/api/admin/users/${user.id}/unlock`, undefined, admin.as);
-    assert.equal(res.status, 200);
-    assert.equal(res.body.locked_until, null);
-    assert.equal((await signIn(app, user.username, user.password)).res.status, 200);
+    expect(res.status).toBe(200);
+    expect(res.body.locked_until).toBe(null);
+    expect((await signIn(app, user.username, user.password)).res.status).toBe(200);
     const [row] = await auditOf(app, 'user.unlock');
-    assert.equal(row.user_id, user.id);
-    assert.equal(row.details.actor, admin.user.username);
+    expect(row.user_id).toBe(user.id);
+    expect(row.details.actor).toBe(admin.user.username);
   });
 
   it('POST /api/admin/users/:id/reset-2fa turns two-factor off and forgets the secret and recovery codes', async () => {
     const user = await makeUser(app);
     await app.db.query("UPDATE users SET totp_enabled = true, totp_secret = 'JBSWY3DPEHPK3PXP' WHERE id = $1", [user.id]);
     await app.db.query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, 'x')", [user.id]);
-    assert.equal((await signIn(app, user.username, user.password)).res.status, 401, 'a code is needed');
+    expect((await signIn(app, user.username, user.password)).res.status, 'a code is needed').toBe(401);
     const res = await app.http.post(`/api/admin/users/${user.id}/reset-2fa`, undefined, admin.as);
-    assert.equal(res.status, 200);
-    assert.equal(res.body.totp_enabled, false);
+    expect(res.status).toBe(200);
+    expect(res.body.totp_enabled).toBe(false);
     const row = await app.db.query<{ totp_secret: string | null }>('SELECT totp_secret FROM users WHERE id = $1', [user.id]);
-    assert.equal(row.rows[0].totp_secret, null);
-    assert.equal((await app.db.query('SELECT 1 FROM recovery_codes WHERE user_id = $1', [user.id])).rowCount, 0);
-    assert.equal((await signIn(app, user.username, user.password)).res.status, 200);
-    assert.equal((await auditOf(app, 'user.2fa_reset'))[0].details.was_enabled, true);
+    expect(row.rows[0].totp_secret).toBe(null);
+    expect((await app.db.query('SELECT 1 FROM recovery_codes WHERE user_id = $1', [user.id])).rowCount).toBe(0);
+    expect((await signIn(app, user.username, user.password)).res.status).toBe(200);
+    expect((await auditOf(app, 'user.2fa_reset'))[0].details.was_enabled).toBe(true);
   });
 
   it('answers 400 for bad input and 404 for an unknown user', async () => {
     const user = await makeUser(app);
     const bad = async (res: Promise<{ status: number; body: any }>, code: string) => {
       const r = await res;
-      assert.equal(r.status, 400, code);
-      assert.equal(r.body.error, code);
+      expect(r.status, code).toBe(400);
+      expect(r.body.error).toBe(code);
     };
     await bad(app.http.post('/api/admin/users', { username: 'x' }, admin.as), 'validation_error');
     await bad(app.http.post('/api/admin/users', { username: unique('u'), email: 'not-an-email', password: 'long enough' }, admin.as), 'invalid_email');
@@ -137,11 +136,11 @@ describe('admin API: users', () => {
     await bad(app.http.get('/api/admin/users?limit=0', admin.as), 'validation_error');
     await bad(app.http.get('/api/admin/users?q=%00', admin.as), 'validation_error');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'a\u0000b' }, admin.as), 'validation_error');
-    assert.equal((await app.http.post('/api/admin/users', { username: user.username, email: 'a@example.com', password: 'long enough' }, admin.as)).status, 409);
-    assert.equal((await app.http.get('/api/admin/users/999999', admin.as)).status, 404);
-    assert.equal((await app.http.patch('/api/admin/users/999999', { full_name: 'x' }, admin.as)).body.error, 'user_not_found');
-    assert.equal((await app.http.post('/api/admin/users/999999/unlock', undefined, admin.as)).status, 404);
-    assert.equal((await app.http.post('/api/admin/users/999999/reset-2fa', undefined, admin.as)).status, 404);
+    expect((await app.http.post('/api/admin/users', { username: user.username, email: 'a@example.com', password: 'long enough' }, admin.as)).status).toBe(409);
+    expect((await app.http.get('/api/admin/users/999999', admin.as)).status).toBe(404);
+    expect((await app.http.patch('/api/admin/users/999999', { full_name: 'x' }, admin.as)).body.error).toBe('user_not_found');
+    expect((await app.http.post('/api/admin/users/999999/unlock', undefined, admin.as)).status).toBe(404);
+    expect((await app.http.post('/api/admin/users/999999/reset-2fa', undefined, admin.as)).status).toBe(404);
   });
 
   it('answers 401 without a session and 403 for a non-admin on every user route', async () => {
@@ -156,12 +155,12 @@ describe('admin API: users', () => {
     ];
     for (const [method, path, body] of routes) {
       const send = (o = {}) => (method === 'GET' ? app.http.get(path, o) : method === 'PATCH' ? app.http.patch(path, body, o) : app.http.post(path, body, o));
-      assert.equal((await send()).status, 401, `${method} ${path} anonymous`);
+      expect((await send()).status, `${method} ${path} anonymous`).toBe(401);
       const forbidden = await send(member.as);
-      assert.equal(forbidden.status, 403, `${method} ${path} non-admin`);
-      assert.equal(forbidden.body.error, 'forbidden');
+      expect(forbidden.status, `${method} ${path} non-admin`).toBe(403);
+      expect(forbidden.body.error).toBe('forbidden');
     }
-    assert.equal((await app.http.get(`/api/admin/users/${user.id}`, admin.as)).body.full_name, 'Unchanged Name');
+    expect((await app.http.get(`/api/admin/users/${user.id}`, admin.as)).body.full_name).toBe('Unchanged Name');
   });
 
   it('every admin route is under the per-user limit of user management', async () => {
@@ -170,11 +169,11 @@ describe('admin API: users', () => {
       const who = await signedIn(limited, 'admin');
       const statuses = [];
       for (let i = 0; i < 4; i++) statuses.push((await limited.http.get('/api/admin/users', who.as)).status);
-      assert.deepEqual(statuses, [200, 200, 200, 429]);
+      expect(statuses).toStrictEqual([200, 200, 200, 429]);
       const refused = await limited.http.get('/api/admin/audit', who.as);
-      assert.equal(refused.status, 429);
-      assert.equal(refused.body.error, 'rate_limited');
-      assert.equal((await limited.http.get('/admin', { headers: { cookie: who.cookie, accept: 'text/html' } })).status, 429);
+      expect(refused.status).toBe(429);
+      expect(refused.body.error).toBe('rate_limited');
+      expect((await limited.http.get('/admin', { headers: { cookie: who.cookie, accept: 'text/html' } })).status).toBe(429);
     } finally {
       await limited.close();
     }

@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
@@ -9,7 +8,7 @@ async function signInPage(app: TestApp, user: { username: string; password: stri
   const s = formSession(app.url);
   const page = await s.get('/login');
   const res = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
-  assert.equal(res.status, 303);
+  expect(res.status).toBe(303);
   return s;
 }
 
@@ -18,13 +17,13 @@ describe('admin panel over HTTP', () => {
   let adminUser: Awaited<ReturnType<typeof makeUser>>;
   let client: Awaited<ReturnType<typeof makeClient>>;
   let webhookId: number;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     adminUser = await makeUser(app, { role: 'admin' });
     client = await makeClient(app);
     webhookId = (await app.services.webhooks.register({ url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: 'sixteen-chars-secret' }, { via: 'cli' })).id;
   });
-  after(() => app?.close());
+  afterAll(() => app?.close());
 
   const pages = () => ['/admin', '/admin/clients', `/admin/clients/${client.client_id}`, `/admin/clients/${client.client_id}/regenerate`,
     '/admin/users', '/admin/users/new', `/admin/users/${adminUser.id}`, '/admin/webhooks', `/admin/webhooks/${webhookId}`, '/admin/audit'];
@@ -36,9 +35,9 @@ describe('admin panel over HTTP', () => {
     const s = await signInPage(app, adminUser);
     for (const path of pages()) {
       const res = await s.get(path);
-      assert.equal(res.status, 200, path);
-      assert.equal(res.headers['cache-control'], 'no-store', path);
-      assert.match(res.text, /<nav class="admin-nav"/, path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers['cache-control'], path).toBe('no-store');
+      expect(res.text, path).toMatch(/<nav class="admin-nav"/);
     }
   });
 
@@ -46,12 +45,12 @@ describe('admin panel over HTTP', () => {
     const s = formSession(app.url);
     for (const path of pages()) {
       const res = await s.get(path);
-      assert.equal(res.status, 303, path);
-      assert.equal(res.headers.location, `/login?next=${encodeURIComponent(path)}`);
+      expect(res.status, path).toBe(303);
+      expect(res.headers.location).toBe(`/login?next=${encodeURIComponent(path)}`);
     }
     const login = await s.get('/login?next=%2Fadmin%2Fclients');
     const done = await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: adminUser.username, password: adminUser.password, next: '/admin/clients' });
-    assert.equal(done.headers.location, '/admin/clients');
+    expect(done.headers.location).toBe('/admin/clients');
   });
 
   it('refuses a signed-in non-admin with a 403 page on every page and form, changing nothing', async () => {
@@ -60,58 +59,58 @@ describe('admin panel over HTTP', () => {
     const csrf = hiddenField((await s.get('/dashboard')).text, '_csrf');
     for (const path of pages()) {
       const res = await s.get(path);
-      assert.equal(res.status, 403, path);
-      assert.match(res.text, /administrators only/);
+      expect(res.status, path).toBe(403);
+      expect(res.text).toMatch(/administrators only/);
     }
     for (const path of forms()) {
       const res = await s.post(path, { _csrf: csrf, active: 'false', confirm: 'on', client_name: 'x', callback_url: 'https://x.example/', url: 'https://x.example/', secret: 'x'.repeat(20), events: 'user.login', email: 'x@example.com', role: 'admin', username: 'zz', password: 'long enough' });
-      assert.equal(res.status, 403, path);
+      expect(res.status, path).toBe(403);
     }
-    assert.equal((await app.services.clients.findClient(client.client_id))?.active, true);
-    assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1 AND active', [webhookId])).rowCount, 1);
+    expect((await app.services.clients.findClient(client.client_id))?.active).toBe(true);
+    expect((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1 AND active', [webhookId])).rowCount).toBe(1);
   });
 
   it('refuses every admin form without the CSRF token', async () => {
     const s = await signInPage(app, adminUser);
     for (const path of forms()) {
       const res = await s.post(path, { active: 'false', confirm: 'on', client_name: 'x', callback_url: 'https://x.example/' });
-      assert.equal(res.status, 403, path);
-      assert.match(res.text, /expired or did not come from this site/);
+      expect(res.status, path).toBe(403);
+      expect(res.text).toMatch(/expired or did not come from this site/);
     }
-    assert.equal((await app.services.clients.findClient(client.client_id))?.active, true);
-    assert.equal((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1', [webhookId])).rowCount, 1);
+    expect((await app.services.clients.findClient(client.client_id))?.active).toBe(true);
+    expect((await app.db.query('SELECT 1 FROM webhooks WHERE id = $1', [webhookId])).rowCount).toBe(1);
   });
 
   it('answers hostile input on the pages without a server error', async () => {
     const s = await signInPage(app, adminUser);
     // NUL characters are refused at the edge, before any handler, as bad input
-    assert.equal((await s.get('/admin/clients/a%00b')).status, 400);
-    assert.equal((await s.get('/admin/users?q=a%00b')).status, 400);
-    assert.equal((await s.get('/admin/audit?action=%00')).status, 400);
-    assert.equal((await s.get('/admin/audit?from=not-a-date')).status, 400);
+    expect((await s.get('/admin/clients/a%00b')).status).toBe(400);
+    expect((await s.get('/admin/users?q=a%00b')).status).toBe(400);
+    expect((await s.get('/admin/audit?action=%00')).status).toBe(400);
+    expect((await s.get('/admin/audit?from=not-a-date')).status).toBe(400);
     // a valid JavaScript date PostgreSQL cannot hold is a bad filter, not a database error
-    assert.equal((await s.get('/admin/audit?from=-004800-01-01')).status, 400);
-    assert.equal((await s.get('/admin/audit?to=%2B010000-01-01')).status, 400);
-    assert.equal((await s.get('/admin/audit?to=9999-12-31')).status, 200);
+    expect((await s.get('/admin/audit?from=-004800-01-01')).status).toBe(400);
+    expect((await s.get('/admin/audit?to=%2B010000-01-01')).status).toBe(400);
+    expect((await s.get('/admin/audit?to=9999-12-31')).status).toBe(200);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
     const refused = await s.post('/admin/clients', { _csrf: csrf, client_name: 'a\u0000b', callback_url: 'https://x.example/' });
-    assert.equal(refused.status, 400);
-    assert.match(refused.text, /must not contain NUL characters/);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toMatch(/must not contain NUL characters/);
   });
 
   it('drops a one-time secret that was not shown on its page at the next admin page', async () => {
     const s = await signInPage(app, adminUser);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
     const created = await s.post('/admin/clients', { _csrf: csrf, client_name: 'Lost Tab', callback_url: 'https://lost.example/cb', allowed_ips: '127.0.0.1' });
-    assert.equal(created.status, 303);
+    expect(created.status).toBe(303);
     const detail = String(created.headers.location);
-    assert.match(detail, /^\/admin\/clients\/lost-tab-/);
+    expect(detail).toMatch(/^\/admin\/clients\/lost-tab-/);
     await s.get('/admin/users'); // the browser went elsewhere instead of following the redirect
     const later = await s.get(detail);
-    assert.equal(later.status, 200);
-    assert.doesNotMatch(later.text, /data-secret/, 'the secret is gone');
+    expect(later.status).toBe(200);
+    expect(later.text, 'the secret is gone').not.toMatch(/data-secret/);
     const sessions = await app.db.query<{ sess: unknown }>('SELECT sess FROM sessions');
-    assert.ok(!sessions.rows.some((r) => JSON.stringify(r.sess).includes('revealedSecret')), 'and not kept in any session');
+    expect(!sessions.rows.some((r) => JSON.stringify(r.sess).includes('revealedSecret')), 'and not kept in any session').toBeTruthy();
   });
 
   it('shows the overview counts', async () => {
@@ -120,9 +119,9 @@ describe('admin panel over HTTP', () => {
     const html = (await s.get('/admin')).text;
     const stat = (name: string) => Number(html.match(new RegExp(`data-stat="${name}">(\\d+)<`))?.[1]);
     const users = await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM users');
-    assert.equal(stat('users'), users.rows[0].n);
-    assert.ok(stat('clients') >= 1);
-    assert.ok(stat('failed_logins_24h') >= 1);
-    assert.equal(stat('lockouts_24h'), 0);
+    expect(stat('users')).toBe(users.rows[0].n);
+    expect(stat('clients') >= 1).toBeTruthy();
+    expect(stat('failed_logins_24h') >= 1).toBeTruthy();
+    expect(stat('lockouts_24h')).toBe(0);
   });
 });

@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, unique, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { request, type HttpResponse } from '../helpers/http.ts';
@@ -8,21 +7,21 @@ import { request, type HttpResponse } from '../helpers/http.ts';
 const LIMITS = { RATE_LIMIT_LOGIN_PER_MIN: '10', RATE_LIMIT_VALIDATE_PER_MIN: '100', RATE_LIMIT_USER_PER_MIN: '5' };
 
 function assertRateLimited(r: HttpResponse): void {
-  assert.equal(r.status, 429, r.text);
-  assert.equal(r.body.error, 'rate_limited');
-  assert.equal(typeof r.body.message, 'string');
-  assert.ok(Number.isInteger(r.body.retry_after) && r.body.retry_after >= 1 && r.body.retry_after <= 60, `retry_after ${r.body.retry_after}`);
-  assert.equal(r.headers['retry-after'], String(r.body.retry_after));
-  assert.ok(r.headers.ratelimit, 'RateLimit header');
-  assert.ok(r.headers['ratelimit-policy'], 'RateLimit-Policy header');
+  expect(r.status, r.text).toBe(429);
+  expect(r.body.error).toBe('rate_limited');
+  expect(typeof r.body.message).toBe('string');
+  expect(Number.isInteger(r.body.retry_after) && r.body.retry_after >= 1 && r.body.retry_after <= 60, `retry_after ${r.body.retry_after}`).toBeTruthy();
+  expect(r.headers['retry-after']).toBe(String(r.body.retry_after));
+  expect(r.headers.ratelimit, 'RateLimit header').toBeTruthy();
+  expect(r.headers['ratelimit-policy'], 'RateLimit-Policy header').toBeTruthy();
 }
 
 describe('rate limits', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp(LIMITS);
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const loginFrom = (localAddress: string, body: Record<string, unknown>, headers: Record<string, string> = {}, path = '/api/auth/login') =>
     request(app.url + path, { method: 'POST', body, localAddress, headers });
@@ -35,21 +34,21 @@ describe('rate limits', () => {
       // a different (unknown) name each time, so the lockout never answers first
       const body = path === '/api/login' ? { username: unique('nobody'), password: 'wrong' } : { login: unique('nobody'), password: 'wrong' };
       const r = await loginFrom('127.0.0.2', body, {}, path);
-      assert.equal(r.status, 401, `attempt ${i + 1}: ${r.text}`);
-      assert.ok(r.headers.ratelimit, 'RateLimit header on every answer');
+      expect(r.status, `attempt ${i + 1}: ${r.text}`).toBe(401);
+      expect(r.headers.ratelimit, 'RateLimit header on every answer').toBeTruthy();
     }
     assertRateLimited(await loginFrom('127.0.0.2', { login: user.username, password: user.password }));
     assertRateLimited(await loginFrom('127.0.0.2', { username: user.username, password: user.password }, {}, '/api/login'));
 
     const elsewhere = await loginFrom('127.0.0.3', { login: user.username, password: user.password });
-    assert.equal(elsewhere.status, 200, 'a second source address is counted separately');
+    expect(elsewhere.status, 'a second source address is counted separately').toBe(200);
   });
 
   it('is not escaped by a forged X-Forwarded-For while TRUST_PROXY is unset', async () => {
     const user = await makeUser(app);
     for (let i = 0; i < 10; i++) {
       const r = await loginFrom('127.0.0.4', { login: unique('nobody'), password: 'wrong' }, { 'x-forwarded-for': `198.51.100.${i + 1}` });
-      assert.equal(r.status, 401);
+      expect(r.status).toBe(401);
     }
     assertRateLimited(await loginFrom('127.0.0.4', { login: user.username, password: user.password }, { 'x-forwarded-for': '198.51.100.200' }));
   });
@@ -61,10 +60,10 @@ describe('rate limits', () => {
       app.http.post('/api/sso/validate', { client_id: c.client_id, client_secret: c.client_secret, token: 'not.a.token' });
     for (let i = 0; i < 100; i++) {
       const r = await validate(client);
-      assert.equal(r.status, 401, `validation ${i + 1}: ${r.text}`);
+      expect(r.status, `validation ${i + 1}: ${r.text}`).toBe(401);
     }
     assertRateLimited(await validate(client));
-    assert.equal((await validate(other)).status, 401, 'the other client still reaches the validator');
+    expect((await validate(other)).status, 'the other client still reaches the validator').toBe(401);
   });
 
   it('limits user endpoints per signed-in user', async () => {
@@ -73,21 +72,21 @@ describe('rate limits', () => {
       (await loginFrom('127.0.0.5', { username: u.username, password: u.password }, {}, '/api/login')).body.token as string;
     const aliceToken = await tokenOf(alice);
     const bobToken = await tokenOf(bob);
-    for (let i = 0; i < 5; i++) assert.equal((await app.http.get('/api/user', { headers: { authorization: `Bearer ${aliceToken}` } })).status, 200);
+    for (let i = 0; i < 5; i++) expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${aliceToken}` } })).status).toBe(200);
     assertRateLimited(await app.http.get('/api/user', { headers: { authorization: `Bearer ${aliceToken}` } }));
-    assert.equal((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bobToken}` } })).status, 200, 'another user has their own budget');
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bobToken}` } })).status, 'another user has their own budget').toBe(200);
   });
 });
 
-describe('rate limits shared through Redis', { skip: !process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set' }, () => {
+describe.skipIf(!process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set')('rate limits shared through Redis', () => {
   let first: TestApp;
   let second: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     const env = { ...LIMITS, REDIS_URL: process.env.TEST_REDIS_URL!, TRUST_PROXY: 'loopback' };
     first = await startTestApp(env);
     second = await startTestApp(env, { db: first.db });
   });
-  after(async () => {
+  afterAll(async () => {
     await second.stop();
     await first.close();
   });
@@ -96,7 +95,7 @@ describe('rate limits shared through Redis', { skip: !process.env.TEST_REDIS_URL
     const client = await makeClient(first); // a fresh client_id: no other run shares its counter
     const validate = (app: TestApp) =>
       app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: 'not.a.token' });
-    for (let i = 0; i < 100; i++) assert.equal((await validate(i % 2 === 0 ? first : second)).status, 401, `validation ${i + 1}`);
+    for (let i = 0; i < 100; i++) expect((await validate(i % 2 === 0 ? first : second)).status, `validation ${i + 1}`).toBe(401);
     assertRateLimited(await validate(first));
     assertRateLimited(await validate(second));
   });
@@ -105,7 +104,7 @@ describe('rate limits shared through Redis', { skip: !process.env.TEST_REDIS_URL
     // a random documentation-range IPv6 /56 through the trusted loopback proxy: a key no other run uses
     const ip = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(1).toString('hex')}00::1`;
     const login = (app: TestApp) => app.http.post('/api/auth/login', { login: unique('nobody'), password: 'wrong' }, { headers: { 'x-forwarded-for': ip } });
-    for (let i = 0; i < 10; i++) assert.equal((await login(i < 5 ? first : second)).status, 401, `attempt ${i + 1}`);
+    for (let i = 0; i < 10; i++) expect((await login(i < 5 ? first : second)).status, `attempt ${i + 1}`).toBe(401);
     assertRateLimited(await login(first));
     assertRateLimited(await login(second));
   });

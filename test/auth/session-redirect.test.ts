@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import http from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
@@ -12,18 +11,18 @@ import { formSession, hiddenField } from '../pages/form-session.ts';
  * soon as its headers arrive, and the next page would miss a flash message or a one-time
  * client secret. Made deterministic by holding a lock on the sessions table (PostgreSQL).
  */
-describe('redirects after a session change', { skip: !onPostgres && 'needs a second connection to hold a lock (PostgreSQL)' }, () => {
+describe.skipIf(!onPostgres && 'needs a second connection to hold a lock (PostgreSQL)')('redirects after a session change', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('sends the 303 only once the session holding the new secret is saved', async () => {
     const admin = await makeUser(app, { role: 'admin' });
     const s = formSession(app.url);
     const login = await s.get('/login');
-    assert.equal((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: admin.username, password: admin.password })).status, 303);
+    expect((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: admin.username, password: admin.password })).status).toBe(303);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
     const cookie = [...s.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
 
@@ -49,12 +48,12 @@ describe('redirects after a session change', { skip: !onPostgres && 'needs a sec
     const releasedAt = Date.now();
     await locker.query('COMMIT');
     await locker.end();
-    assert.equal(early, 0, 'no redirect while the session cannot be saved');
+    expect(early, 'no redirect while the session cannot be saved').toBe(0);
     const res = await answer;
     res.resume();
-    assert.equal(res.statusCode, 303);
-    assert.ok(headersAt >= releasedAt);
+    expect(res.statusCode).toBe(303);
+    expect(headersAt >= releasedAt).toBeTruthy();
     const shown = await s.get(String(res.headers.location));
-    assert.match(shown.text, /data-secret/, 'the page the redirect leads to shows the secret');
+    expect(shown.text, 'the page the redirect leads to shows the secret').toMatch(/data-secret/);
   });
 });

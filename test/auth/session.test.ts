@@ -1,28 +1,27 @@
-import assert from 'node:assert/strict';
 import { mkdtemp, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { signIn } from './support.ts';
 
 describe('session cookie and secret', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('marks the cookie Secure in production (TLS ends at the trusted proxy)', async () => {
     const prod = await startTestApp({ NODE_ENV: 'production', TRUST_PROXY: 'loopback' }, { db: app.db });
     try {
       const user = await makeUser(prod);
       const res = await prod.http.post('/api/auth/login', { login: user.username, password: user.password }, { headers: { 'x-forwarded-proto': 'https' } });
-      assert.equal(res.status, 200, res.text);
+      expect(res.status, res.text).toBe(200);
       const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('auth.sid='))!;
-      assert.match(cookie, /; Secure/i);
-      assert.match(cookie, /; HttpOnly/i);
+      expect(cookie).toMatch(/; Secure/i);
+      expect(cookie).toMatch(/; HttpOnly/i);
     } finally {
       await prod.stop();
     }
@@ -37,11 +36,11 @@ describe('session cookie and secret', () => {
       const user = await makeUser(first);
       const { cookie } = await signIn(first, user.username, user.password);
       const file = await stat(path.join(dataDir, 'session.key'));
-      assert.equal(file.mode & 0o077, 0, 'readable by the owner only');
+      expect(file.mode & 0o077, 'readable by the owner only').toBe(0);
       const there = await second.http.get('/api/user', { headers: { cookie: cookie! } });
-      assert.equal(there.status, 200, 'the second instance reads the same secret');
+      expect(there.status, 'the second instance reads the same secret').toBe(200);
       const elsewhere = await app.http.get('/api/user', { headers: { cookie: cookie! } });
-      assert.equal(elsewhere.status, 401, 'an instance with another secret refuses the cookie');
+      expect(elsewhere.status, 'an instance with another secret refuses the cookie').toBe(401);
     } finally {
       await second.stop();
       await first.stop();
@@ -53,13 +52,13 @@ describe('session cookie and secret', () => {
     const { cookie } = await signIn(app, user.username, user.password);
     const sid = decodeURIComponent(cookie!.split('=')[1]).slice(2).split('.')[0];
     const row = await app.db.query<{ expire: Date; sess: unknown }>('SELECT expire, sess FROM sessions WHERE sid = $1', [sid]);
-    assert.equal(row.rowCount, 1);
+    expect(row.rowCount).toBe(1);
     const ttl = new Date(row.rows[0].expire).getTime() - Date.now();
-    assert.ok(Math.abs(ttl - app.config.SESSION_TTL_SECONDS * 1000) < 60_000, 'expires with the cookie');
+    expect(Math.abs(ttl - app.config.SESSION_TTL_SECONDS * 1000) < 60_000, 'expires with the cookie').toBeTruthy();
     const sess = typeof row.rows[0].sess === 'string' ? JSON.parse(row.rows[0].sess) : row.rows[0].sess;
-    assert.equal(sess.userId, user.id);
-    assert.equal(sess.twoFactorUsed, false);
+    expect(sess.userId).toBe(user.id);
+    expect(sess.twoFactorUsed).toBe(false);
     await app.http.post('/api/auth/logout', undefined, { headers: { cookie: cookie! } });
-    assert.equal((await app.db.query('SELECT 1 FROM sessions WHERE sid = $1', [sid])).rowCount, 0);
+    expect((await app.db.query('SELECT 1 FROM sessions WHERE sid = $1', [sid])).rowCount).toBe(0);
   });
 });

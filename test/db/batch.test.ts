@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatchLoader } from '../../src/db/batch.ts';
 import { writeTogether } from '../../src/db/statement.ts';
 import { issuedTokenRows, type IssuedTokenRow } from '../../src/sso/queries.ts';
@@ -10,11 +9,11 @@ import { insertUserAndClient } from '../helpers/factories.ts';
 describe('batched statements', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
   let userId: number;
-  before(async () => {
+  beforeAll(async () => {
     t = await createMigratedDatabase();
     ({ userId } = await insertUserAndClient(t.db, 'batch'));
   });
-  after(() => t.drop());
+  afterAll(() => t.drop());
 
   it('hands the requests of one event-loop turn to one call, in order, and nothing is cached', async () => {
     const calls: string[][] = [];
@@ -22,14 +21,14 @@ describe('batched statements', () => {
       calls.push([...keys]);
       return keys.map((k) => k.toUpperCase());
     });
-    assert.deepEqual(await Promise.all(['a', 'b', 'a'].map((k) => loader.load(k))), ['A', 'B', 'A']);
-    assert.deepEqual(calls, [['a', 'b', 'a']]);
+    expect(await Promise.all(['a', 'b', 'a'].map((k) => loader.load(k)))).toStrictEqual(['A', 'B', 'A']);
+    expect(calls).toStrictEqual([['a', 'b', 'a']]);
     // Requests that arrive in separate I/O callbacks of one loop turn still share a call.
     const spread = await Promise.all(['c', 'd'].map((k) => new Promise<string>((resolve) => setImmediate(() => resolve(loader.load(k))))));
-    assert.deepEqual(spread, ['C', 'D']);
-    assert.deepEqual(calls.at(-1), ['c', 'd']);
+    expect(spread).toStrictEqual(['C', 'D']);
+    expect(calls.at(-1)).toStrictEqual(['c', 'd']);
     await loader.load('a');
-    assert.deepEqual(calls.at(-1), ['a'], 'a key asked again goes to the database again');
+    expect(calls.at(-1), 'a key asked again goes to the database again').toStrictEqual(['a']);
   });
 
   it('with waitMs, requests that arrive within that time share one call', async () => {
@@ -39,8 +38,8 @@ describe('batched statements', () => {
       return keys.map((k) => k * 2);
     }, { waitMs: 40 });
     const spread = [1, 2, 3].map((k, i) => new Promise<number>((resolve) => setTimeout(() => resolve(loader.load(k)), i * 5)));
-    assert.deepEqual(await Promise.all(spread), [2, 4, 6]);
-    assert.deepEqual(calls, [[1, 2, 3]], 'three requests 5 ms apart, one call');
+    expect(await Promise.all(spread)).toStrictEqual([2, 4, 6]);
+    expect(calls, 'three requests 5 ms apart, one call').toStrictEqual([[1, 2, 3]]);
   });
 
   it('when the database refuses a batch, only the request whose row it refuses fails', async () => {
@@ -57,10 +56,10 @@ describe('batched statements', () => {
     const good = [token(userId), token(userId), token(userId)];
     const orphan = token(userId + 1000); // no such user: a foreign key violation
     const outcomes = await Promise.allSettled([good[0], orphan, good[1], good[2]].map((row) => recorder.load(row)));
-    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    assert.match(String((outcomes[1] as PromiseRejectedResult).reason?.message), /foreign key/);
-    assert.equal(statements, 5, 'the batch of four, then each request alone');
+    expect(outcomes.map((o) => o.status)).toStrictEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason?.message)).toMatch(/foreign key/);
+    expect(statements, 'the batch of four, then each request alone').toBe(5);
     const stored = await t.db.query<{ jti: string }>('SELECT jti FROM sso_tokens WHERE jti = ANY ($1::uuid[])', [[...good, orphan].map((r) => r.jti)]);
-    assert.deepEqual(stored.rows.map((r) => r.jti).sort(), good.map((r) => r.jti).sort(), 'the good rows stored once each, the refused one not at all');
+    expect(stored.rows.map((r) => r.jti).sort(), 'the good rows stored once each, the refused one not at all').toStrictEqual(good.map((r) => r.jti).sort());
   });
 });

@@ -1,8 +1,7 @@
-import assert from 'node:assert/strict';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
@@ -16,9 +15,9 @@ describe('migrations', () => {
       const runs = await Promise.all([migrate(t.db), ...others.map((db) => migrate(db))]);
       const applied = runs.flat();
       const recorded = (await t.db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name);
-      assert.ok(recorded.length > 0);
-      assert.deepEqual([...applied].sort(), recorded, 'every migration applied by exactly one of the runs');
-      assert.deepEqual(await migrate(t.db), [], 'nothing left to apply');
+      expect(recorded.length > 0).toBeTruthy();
+      expect([...applied].sort(), 'every migration applied by exactly one of the runs').toStrictEqual(recorded);
+      expect(await migrate(t.db), 'nothing left to apply').toStrictEqual([]);
       if (onPostgres) await Promise.all(others.map((db) => db.close()));
     } finally {
       await t.drop();
@@ -32,11 +31,11 @@ describe('migrations', () => {
     await writeFile(path.join(dir, '0001_ok.sql'), 'CREATE TABLE a (x int);');
     await writeFile(path.join(dir, '0002_bad.sql'), 'CREATE TABLE b (y int); INSERT INTO nowhere VALUES (1);');
     try {
-      await assert.rejects(migrate(t.db, dir));
+      await expect(migrate(t.db, dir)).rejects.toThrow();
       const b = await t.db.query(`SELECT to_regclass('b') IS NULL AS absent`);
-      assert.equal((b.rows[0] as { absent: boolean }).absent, true, 'the half of 0002 that ran was rolled back');
+      expect((b.rows[0] as { absent: boolean }).absent, 'the half of 0002 that ran was rolled back').toBe(true);
       const names = (await t.db.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name);
-      assert.deepEqual(names, ['0001_ok.sql']);
+      expect(names).toStrictEqual(['0001_ok.sql']);
     } finally {
       await t.drop();
     }
@@ -54,24 +53,24 @@ describe('npm run migrate', () => {
       execFile(process.execPath, ['--import', 'tsx', 'src/db/migrate-cli.ts'], { cwd: ROOT, env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
     });
     try {
-      assert.match(await run(), /^applied: 0001_foundation\.sql/);
-      assert.equal((await run()).trim(), 'the database is up to date');
+      expect(await run()).toMatch(/^applied: 0001_foundation\.sql/);
+      expect((await run()).trim()).toBe('the database is up to date');
     } finally {
       await t?.drop();
     }
   });
 });
 
-describe('embedded database', { skip: onPostgres && 'embedded only' }, () => {
+describe.skipIf(onPostgres && 'embedded only')('embedded database', () => {
   it('refuses a second service on the same data directory', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
     const first = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true });
     try {
-      await assert.rejects(openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true }), /in use by process/);
+      await expect(openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true })).rejects.toThrow(/in use by process/);
       // the command line connects through the first one's socket instead
       const viaSocket = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
       const r = await viaSocket.query<{ n: number }>('SELECT 41 + 1 AS n');
-      assert.equal(r.rows[0].n, 42);
+      expect(r.rows[0].n).toBe(42);
       await viaSocket.close();
     } finally {
       await first.close();

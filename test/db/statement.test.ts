@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRows } from '../../src/audit/writer.ts';
 import { writeTogether } from '../../src/db/statement.ts';
 import { issuedTokenRows, type IssuedTokenRow } from '../../src/sso/queries.ts';
@@ -12,13 +11,13 @@ describe('writes composed into one statement', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
   let userId: number;
   let webhookId: number;
-  before(async () => {
+  beforeAll(async () => {
     t = await createMigratedDatabase();
     ({ userId } = await insertUserAndClient(t.db, 'compose'));
     webhookId = (await t.db.query<{ id: number }>(
       "INSERT INTO webhooks (url, events, secret) VALUES ('https://hooks.example/in', '{user.login}', 'sixteen-chars-secret') RETURNING id")).rows[0].id;
   });
-  after(() => t.drop());
+  afterAll(() => t.drop());
 
   const token = (user: number, username: string): IssuedTokenRow => ({
     jti: randomUUID(), userId: user, clientId: 'compose', username, ipAddress: '192.0.2.7',
@@ -35,27 +34,27 @@ describe('writes composed into one statement', () => {
     ]);
     const tokens = await t.db.query<{ jti: string; username: string; ip_address: string }>(
       'SELECT jti, username, ip_address FROM sso_tokens WHERE jti = ANY ($1::uuid[]) ORDER BY username', [rows.map((r) => r.jti)]);
-    assert.deepEqual(tokens.rows, [
+    expect(tokens.rows).toStrictEqual([
       { jti: rows[0].jti, username: 'first', ip_address: '192.0.2.7' },
       { jti: rows[1].jti, username: 'second', ip_address: '192.0.2.7' },
     ]);
     const audit = await t.db.query<{ jti: string }>("SELECT details->>'jti' AS jti FROM audit_log WHERE action = 'compose.test' ORDER BY id");
-    assert.deepEqual(audit.rows.map((r) => r.jti), rows.map((r) => r.jti), 'audit rows in the order given');
+    expect(audit.rows.map((r) => r.jti), 'audit rows in the order given').toStrictEqual(rows.map((r) => r.jti));
     const deliveries = await t.db.query<{ jti: string; webhook_id: number; event: string }>(
       "SELECT data->>'jti' AS jti, webhook_id, event FROM webhook_deliveries WHERE data->>'jti' = ANY ($1::text[]) ORDER BY created_at, data->>'jti'",
       [rows.map((r) => r.jti)]);
-    assert.deepEqual(deliveries.rows.map((r) => [r.webhook_id, r.event]), [[webhookId, 'user.login'], [webhookId, 'user.login']]);
-    assert.deepEqual(deliveries.rows.map((r) => r.jti).sort(), rows.map((r) => r.jti).sort());
+    expect(deliveries.rows.map((r) => [r.webhook_id, r.event])).toStrictEqual([[webhookId, 'user.login'], [webhookId, 'user.login']]);
+    expect(deliveries.rows.map((r) => r.jti).sort()).toStrictEqual(rows.map((r) => r.jti).sort());
   });
 
   it('is atomic: when one part is refused, the others write nothing', async () => {
     const orphan = token(userId + 1000, 'orphan'); // no such user: a foreign key violation
-    await assert.rejects(writeTogether(t.db, [
+    await expect(writeTogether(t.db, [
       auditRows([{ action: 'compose.atomic', outcome: 'success', details: { jti: orphan.jti } }]),
       eventDeliveries('user.login', [{ jti: orphan.jti }]),
       issuedTokenRows([orphan]),
-    ]), /foreign key/);
-    assert.equal((await t.db.query("SELECT 1 FROM audit_log WHERE action = 'compose.atomic'")).rowCount, 0);
-    assert.equal((await t.db.query("SELECT 1 FROM webhook_deliveries WHERE data->>'jti' = $1", [orphan.jti])).rowCount, 0);
+    ])).rejects.toThrow(/foreign key/);
+    expect((await t.db.query("SELECT 1 FROM audit_log WHERE action = 'compose.atomic'")).rowCount).toBe(0);
+    expect((await t.db.query("SELECT 1 FROM webhook_deliveries WHERE data->>'jti' = $1", [orphan.jti])).rowCount).toBe(0);
   });
 });

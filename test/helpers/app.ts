@@ -1,21 +1,34 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import type { Express } from 'express';
+import pino, { type Logger } from 'pino';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
+import type { Services } from '../../src/deps.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { startService, type RunningService } from '../../src/service.ts';
+import { createInstance } from '../../src/service.ts';
 import { createTestDatabase } from './db.ts';
 import { client } from './http.ts';
 
-export interface TestApp extends RunningService {
+/** The service in-process on a test database: requests go to `app` through supertest. */
+export interface TestApp {
+  /** The Express app: `http` sends to it in-process. */
+  app: Express;
+  services: Services;
   db: Db;
   config: Config;
   /** Connection string of the test database (PostgreSQL runs only). */
   databaseUrl?: string;
   http: ReturnType<typeof client>;
+  /**
+   * Serves the app on a loopback port and returns its base URL (for a browser or a client
+   * that needs a real URL); the same URL on later calls. `close` stops it.
+   */
+  listen(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -35,24 +48,43 @@ export const TEST_ENV: Record<string, string> = {
 };
 
 /**
- * Starts the real service over HTTP on a fresh database (or on `options.db`, to run a
- * second instance against the same one). `env` overrides configuration keys.
+ * Builds the real service in-process on a fresh database (or on `options.db`, to run a
+ * second instance against the same one), with its background workers running. `env`
+ * overrides configuration keys; `logger` replaces the silent one.
  */
-export async function startTestApp(env: Record<string, string> = {}, options: { db?: Db; databaseUrl?: string } = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  options: { db?: Db; databaseUrl?: string; logger?: Logger } = {},
+): Promise<TestApp> {
   const owned = options.db ? undefined : await createTestDatabase();
   const db = options.db ?? owned!.db;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-test-'));
   const config = loadConfig({ ...TEST_ENV, DATA_DIR: dataDir, ...env });
-  const logger = pino({ level: config.LOG_LEVEL });
-  const running = await startService(config, db, logger);
+  const logger = options.logger ?? pino({ level: config.LOG_LEVEL });
+  const instance = await createInstance(config, db, logger);
+  let server: http.Server | undefined;
+  let url: Promise<string> | undefined;
   return {
-    ...running,
+    app: instance.app,
+    services: instance.services,
     db,
     config,
     databaseUrl: owned?.url ?? options.databaseUrl,
-    http: client(running.url),
+    http: client(instance.app),
+    listen() {
+      url ??= new Promise<string>((resolve, reject) => {
+        server = http.createServer(instance.app);
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`));
+      });
+      return url;
+    },
     async close() {
-      await running.stop();
+      if (server) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server!.close(resolve));
+      }
+      await instance.stop();
       await owned?.drop();
     },
   };

@@ -1,71 +1,70 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { request } from '../helpers/http.ts';
 
 /** Hostile and broken input on the API answers 4xx JSON with DESIGN.md's codes, never a 500. */
 describe('API input hardening', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) => request(app.url + path, { method: 'POST', body, headers });
 
   for (const path of ['/api/sso/token', '/api/sso/validate', '/api/validate-token']) {
     it(`${path}: malformed JSON is 400 invalid_json`, async () => {
       const r = await post(path, '{"client_id": ', { 'content-type': 'application/json' });
-      assert.equal(r.status, 400);
-      assert.equal(r.body.error, 'invalid_json');
-      assert.equal(typeof r.body.message, 'string');
+      expect(r.status).toBe(400);
+      expect(r.body.error).toBe('invalid_json');
+      expect(typeof r.body.message).toBe('string');
     });
 
     it(`${path}: wrong types and missing fields are 400 validation_error with details`, async () => {
       for (const body of [{}, { client_id: 1, client_secret: [], username: {}, token: 5 }, [], 'null', '"text"', '42']) {
         const r = typeof body === 'string' ? await post(path, body, { 'content-type': 'application/json' }) : await post(path, body);
-        assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
-        assert.equal(r.body.error, 'validation_error');
-        assert.ok(Array.isArray(r.body.details) && r.body.details.length > 0);
+        expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(400);
+        expect(r.body.error).toBe('validation_error');
+        expect(Array.isArray(r.body.details) && r.body.details.length > 0).toBeTruthy();
       }
     });
 
     it(`${path}: a 1 MB body is 413 and a non-JSON content type 415`, async () => {
       const big = await post(path, JSON.stringify({ client_id: 'x'.repeat(1024 * 1024) }), { 'content-type': 'application/json' });
-      assert.equal(big.status, 413);
-      assert.equal(big.body.error, 'payload_too_large');
+      expect(big.status).toBe(413);
+      expect(big.body.error).toBe('payload_too_large');
       const form = await post(path, 'client_id=a&client_secret=b', { 'content-type': 'application/x-www-form-urlencoded' });
-      assert.equal(form.status, 415);
-      assert.equal(form.body.error, 'unsupported_media_type');
+      expect(form.status).toBe(415);
+      expect(form.body.error).toBe('unsupported_media_type');
       const none = await post(path, 'client_id=a');
-      assert.equal(none.status, 415);
+      expect(none.status).toBe(415);
     });
   }
 
   it('an unknown /api route is 404 not_found in JSON', async () => {
     const r = await app.http.get('/api/no/such/route');
-    assert.equal(r.status, 404);
-    assert.equal(r.body.error, 'not_found');
+    expect(r.status).toBe(404);
+    expect(r.body.error).toBe('not_found');
   });
 
   it('a bad ip_address field is a validation error', async () => {
     const r = await post('/api/sso/token', { client_id: 'a', client_secret: 'b', username: 'c', ip_address: 'not-an-ip' });
-    assert.equal(r.status, 400);
-    assert.equal(r.body.error, 'validation_error');
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('validation_error');
   });
 
   it('never answers with a stack trace', async () => {
     const r = await post('/api/sso/validate', '{"token":', { 'content-type': 'application/json' });
-    assert.equal(/at .*\.ts:\d+/.test(r.text), false);
+    expect(/at .*\.ts:\d+/.test(r.text)).toBe(false);
   });
 });
 
 describe('text the database cannot store', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const hostile = ['a\u0000b', 'ab\ud800'];
 
@@ -84,35 +83,35 @@ describe('text the database cannot store', () => {
       ];
       for (const [path, body] of cases) {
         const r = await app.http.post(path, body);
-        assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}: ${r.text}`);
-        assert.equal(r.body.error, 'validation_error');
+        expect(r.status, `${path} ${JSON.stringify(body)}: ${r.text}`).toBe(400);
+        expect(r.body.error).toBe('validation_error');
       }
     });
   }
 
   it('refuses a NUL in the query string and the path of pages', async () => {
-    assert.equal((await app.http.get('/sso/login?client_id=a%00b')).status, 400);
-    assert.equal((await app.http.get('/api/admin/clients/a%00b')).status, 400);
+    expect((await app.http.get('/sso/login?client_id=a%00b')).status).toBe(400);
+    expect((await app.http.get('/api/admin/clients/a%00b')).status).toBe(400);
   });
 });
 
 describe('cross-site requests with cookies', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('refuses a cookie-carrying POST to the API that a cross-site form could send', async () => {
     // what <form method=post> on another site sends: cookies, no JSON content type
     for (const headers of [{ cookie: 'auth.sid=anything' } as Record<string, string>, { cookie: 'auth.sid=anything', 'content-type': 'application/x-www-form-urlencoded' }, { cookie: 'auth.sid=anything', 'content-type': 'text/plain' }]) {
       const r = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers });
-      assert.equal(r.status, 415, JSON.stringify(headers));
-      assert.equal(r.body.error, 'unsupported_media_type');
+      expect(r.status, JSON.stringify(headers)).toBe(415);
+      expect(r.body.error).toBe('unsupported_media_type');
     }
     const sameOrigin = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers: { cookie: 'auth.sid=anything', 'content-type': 'application/json' } });
-    assert.equal(sameOrigin.status, 200);
+    expect(sameOrigin.status).toBe(200);
     const noCookie = await request(`${app.url}/api/auth/logout`, { method: 'POST' });
-    assert.equal(noCookie.status, 200, 'server-to-server callers without cookies are unaffected');
+    expect(noCookie.status, 'server-to-server callers without cookies are unaffected').toBe(200);
   });
 });

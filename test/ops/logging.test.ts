@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggableUrl } from '../../src/logging/request-log.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { request } from '../helpers/http.ts';
@@ -10,10 +9,10 @@ const canary = (kind: string) => `CANARY${kind}${Math.random().toString(36).slic
 
 describe('structured request logs', () => {
   let app: LoggedApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startLoggedApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const waitForLine = async (requestId: string) => {
     // The line is written on 'finish', which may land just after the client has the answer.
@@ -24,21 +23,21 @@ describe('structured request logs', () => {
   it('writes one JSON line per request with its id, method, status and route', async () => {
     const r = await app.http.get('/healthz');
     const id = r.headers['x-request-id'] as string;
-    assert.match(id, /^[0-9a-f-]{36}$/);
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const [line] = await waitForLine(id);
-    assert.ok(line, 'a log line carries the request id');
-    assert.equal(line.req.method, 'GET');
-    assert.equal(line.req.url, '/healthz');
-    assert.equal(line.res.statusCode, 200);
-    assert.equal(typeof line.responseTime, 'number');
+    expect(line, 'a log line carries the request id').toBeTruthy();
+    expect(line.req.method).toBe('GET');
+    expect(line.req.url).toBe('/healthz');
+    expect(line.res.statusCode).toBe(200);
+    expect(typeof line.responseTime).toBe('number');
   });
 
   it('reuses a sane incoming X-Request-Id and replaces an unsafe one', async () => {
     const sane = await app.http.get('/healthz', { headers: { 'x-request-id': 'lb-7f3a.12:trace' } });
-    assert.equal(sane.headers['x-request-id'], 'lb-7f3a.12:trace');
+    expect(sane.headers['x-request-id']).toBe('lb-7f3a.12:trace');
     for (const bad of ['has space', 'x'.repeat(200), '"quoted"', '../etc']) {
       const r = await app.http.get('/healthz', { headers: { 'x-request-id': bad } });
-      assert.match(r.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/, `replaces ${JSON.stringify(bad)}`);
+      expect(r.headers['x-request-id'] as string, `replaces ${JSON.stringify(bad)}`).toMatch(/^[0-9a-f-]{36}$/);
     }
   });
 
@@ -59,7 +58,7 @@ describe('structured request logs', () => {
 
     // A real token: issued, then validated; neither it nor its signature may be logged.
     const issued = track(await app.http.post('/api/sso/token', { ...client, username: user.username }));
-    assert.equal(issued.status, 200, issued.text);
+    expect(issued.status, issued.text).toBe(200);
     const token = issued.body.token as string;
     track(await app.http.post('/api/sso/validate', { ...client, token }, { headers: { authorization: `Bearer ${plant('bearer')}` } }));
     // Wrong secrets and tokens in JSON bodies.
@@ -97,23 +96,23 @@ describe('structured request logs', () => {
     track(await app.http.post('/api/admin/users', { username: `u${Date.now()}`, email: `u${Date.now()}@example.com`, password: plant('newuserpassword') }, asAdmin));
     track(await app.http.post('/api/webhooks', { url: 'https://hooks.example/x', events: ['user.login'], secret: plant('webhooksecret') }, asAdmin));
     const created = track(await app.http.post('/api/admin/clients', { client_name: 'Canary', callback_url: 'https://canary.example/cb' }, asAdmin));
-    assert.equal(created.status, 201, created.text);
+    expect(created.status, created.text).toBe(201);
     planted.push(created.body.client_secret);
 
-    for (const id of ids) assert.ok((await waitForLine(id)).length >= 1, `request ${id} was logged`);
+    for (const id of ids) expect((await waitForLine(id)).length >= 1, `request ${id} was logged`).toBeTruthy();
     const output = app.lines.join('');
     for (const value of [...planted, token, token.split('.')[2], client.client_secret]) {
-      assert.equal(output.includes(value), false, `the log must not contain ${value.slice(0, 16)}…`);
+      expect(output.includes(value), `the log must not contain ${value.slice(0, 16)}…`).toBe(false);
     }
     const redirectLine = (await waitForLine(ids[8]))[0];
-    assert.equal(redirectLine.req.url, '/sso/callback?[redacted]');
+    expect(redirectLine.req.url).toBe('/sso/callback?[redacted]');
   });
 
   it('keeps harmless query strings and strips credential-bearing ones', () => {
-    assert.equal(loggableUrl('/api/admin/audit?user=alice&limit=10'), '/api/admin/audit?user=alice&limit=10');
-    assert.equal(loggableUrl('/cb?token=abc'), '/cb?[redacted]');
-    assert.equal(loggableUrl('/cb?next=%2Fx%3Ftoken%3Dabc'), '/cb?[redacted]');
-    assert.equal(loggableUrl('/cb?x=%E0%A4%A'), '/cb?[redacted]');
+    expect(loggableUrl('/api/admin/audit?user=alice&limit=10')).toBe('/api/admin/audit?user=alice&limit=10');
+    expect(loggableUrl('/cb?token=abc')).toBe('/cb?[redacted]');
+    expect(loggableUrl('/cb?next=%2Fx%3Ftoken%3Dabc')).toBe('/cb?[redacted]');
+    expect(loggableUrl('/cb?x=%E0%A4%A')).toBe('/cb?[redacted]');
   });
 
   it('puts the request id in 5xx bodies and the error log line, without request secrets', async () => {
@@ -125,13 +124,13 @@ describe('structured request logs', () => {
       const r = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: secret, username: 'x' }, {
         headers: { 'x-request-id': 'req-500-check' },
       });
-      assert.equal(r.status, 500);
-      assert.deepEqual(r.body, { error: 'internal_error', message: 'Internal server error', request_id: 'req-500-check' });
-      assert.equal(r.headers['x-request-id'], 'req-500-check');
+      expect(r.status).toBe(500);
+      expect(r.body).toStrictEqual({ error: 'internal_error', message: 'Internal server error', request_id: 'req-500-check' });
+      expect(r.headers['x-request-id']).toBe('req-500-check');
       const lines = await waitForLine('req-500-check');
-      assert.ok(lines.some((l) => l.level >= 50 && l.res?.statusCode === 500), 'an error-level request line');
-      assert.ok(app.entries().some((e) => e.requestId === 'req-500-check' && e.err?.message), 'the error is logged with its id');
-      assert.equal(app.lines.join('').includes(secret), false);
+      expect(lines.some((l) => l.level >= 50 && l.res?.statusCode === 500), 'an error-level request line').toBeTruthy();
+      expect(app.entries().some((e) => e.requestId === 'req-500-check' && e.err?.message), 'the error is logged with its id').toBeTruthy();
+      expect(app.lines.join('').includes(secret)).toBe(false);
     } finally {
       await app.db.exec('ALTER TABLE clients_moved_away RENAME TO clients');
     }

@@ -1,8 +1,7 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { request } from '../helpers/http.ts';
@@ -10,25 +9,25 @@ import { parsePrometheus, sampleValue } from './helpers/prometheus.ts';
 
 describe('GET /metrics', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     // A low per-client validation limit, so a refusal is easy to cause; every test uses its own client.
     app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '3', RATE_LIMIT_LOGIN_PER_MIN: '100', WEBHOOK_BACKOFF_MS: '10' });
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const scrape = async () => {
     const r = await app.http.get('/metrics');
-    assert.equal(r.status, 200);
+    expect(r.status).toBe(200);
     return parsePrometheus(r.text);
   };
 
   it('answers in the Prometheus text format with process metrics', async () => {
     const r = await app.http.get('/metrics');
-    assert.equal(r.status, 200);
-    assert.match(r.headers['content-type'] as string, /^text\/plain; version=0\.0\.4/);
-    assert.match(r.text, /# TYPE http_request_duration_seconds histogram/);
-    assert.match(r.text, /# TYPE auth_tokens_issued_total counter/);
-    assert.ok(sampleValue(parsePrometheus(r.text), 'process_cpu_user_seconds_total') > 0);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type'] as string).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(r.text).toMatch(/# TYPE http_request_duration_seconds histogram/);
+    expect(r.text).toMatch(/# TYPE auth_tokens_issued_total counter/);
+    expect(sampleValue(parsePrometheus(r.text), 'process_cpu_user_seconds_total') > 0).toBeTruthy();
   });
 
   it('times requests by route pattern and status, never by raw path', async () => {
@@ -38,11 +37,11 @@ describe('GET /metrics', () => {
     const probe = `/api/no-such-thing-${randomUUID()}`;
     await app.http.get(probe);
     const after = await scrape();
-    assert.equal(sampleValue(after, 'http_request_duration_seconds_count', labels) - sampleValue(before, 'http_request_duration_seconds_count', labels), 1);
-    assert.ok(sampleValue(after, 'http_request_duration_seconds_bucket', { ...labels, le: '+Inf' }) >= 1);
+    expect(sampleValue(after, 'http_request_duration_seconds_count', labels) - sampleValue(before, 'http_request_duration_seconds_count', labels)).toBe(1);
+    expect(sampleValue(after, 'http_request_duration_seconds_bucket', { ...labels, le: '+Inf' }) >= 1).toBeTruthy();
     const unmatched = { method: 'GET', route: 'unmatched', status: '404' };
-    assert.equal(sampleValue(after, 'http_request_duration_seconds_count', unmatched) - sampleValue(before, 'http_request_duration_seconds_count', unmatched), 1);
-    assert.equal(after.some((s) => Object.values(s.labels).some((v) => v.includes(probe))), false, 'the raw path is no label');
+    expect(sampleValue(after, 'http_request_duration_seconds_count', unmatched) - sampleValue(before, 'http_request_duration_seconds_count', unmatched)).toBe(1);
+    expect(after.some((s) => Object.values(s.labels).some((v) => v.includes(probe))), 'the raw path is no label').toBe(false);
   });
 
   it('counts tokens issued, validated and rejected by reason', async () => {
@@ -50,16 +49,16 @@ describe('GET /metrics', () => {
     const user = await makeUser(app);
     const before = await scrape();
     const issued = await app.http.post('/api/sso/token', { ...client, username: user.username });
-    assert.equal(issued.status, 200);
-    assert.equal((await app.http.post('/api/sso/validate', { ...client, token: issued.body.token })).status, 200);
-    assert.equal((await app.http.post('/api/sso/validate', { ...client, token: issued.body.token })).status, 401);
-    assert.equal((await app.http.post('/api/sso/validate', { ...client, token: 'not.a.token' })).status, 401);
+    expect(issued.status).toBe(200);
+    expect((await app.http.post('/api/sso/validate', { ...client, token: issued.body.token })).status).toBe(200);
+    expect((await app.http.post('/api/sso/validate', { ...client, token: issued.body.token })).status).toBe(401);
+    expect((await app.http.post('/api/sso/validate', { ...client, token: 'not.a.token' })).status).toBe(401);
     const after = await scrape();
     const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
-    assert.equal(delta('auth_tokens_issued_total', { flow: 'server_to_server' }), 1);
-    assert.equal(delta('auth_tokens_validated_total'), 1);
-    assert.equal(delta('auth_tokens_rejected_total', { reason: 'token_already_used' }), 1);
-    assert.equal(delta('auth_tokens_rejected_total', { reason: 'invalid_token' }), 1);
+    expect(delta('auth_tokens_issued_total', { flow: 'server_to_server' })).toBe(1);
+    expect(delta('auth_tokens_validated_total')).toBe(1);
+    expect(delta('auth_tokens_rejected_total', { reason: 'token_already_used' })).toBe(1);
+    expect(delta('auth_tokens_rejected_total', { reason: 'invalid_token' })).toBe(1);
   });
 
   it('counts rate-limit refusals by limiter', async () => {
@@ -67,8 +66,8 @@ describe('GET /metrics', () => {
     const before = sampleValue(await scrape(), 'auth_rate_limited_total', { limiter: 'validate' });
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await app.http.post('/api/sso/validate', { ...client, token: 'x' })).status);
-    assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
-    assert.equal(sampleValue(await scrape(), 'auth_rate_limited_total', { limiter: 'validate' }) - before, 2);
+    expect(statuses).toStrictEqual([401, 401, 401, 429, 429]);
+    expect(sampleValue(await scrape(), 'auth_rate_limited_total', { limiter: 'validate' }) - before).toBe(2);
   });
 
   it('reports the outbox depth and the database pool on each scrape', async () => {
@@ -83,9 +82,9 @@ describe('GET /metrics', () => {
       );
     }
     const after = await scrape();
-    assert.equal(sampleValue(after, 'auth_outbox_pending') - sampleValue(before, 'auth_outbox_pending'), 3);
-    assert.ok(sampleValue(after, 'auth_db_pool_connections', { state: 'total' }) >= 1);
-    assert.ok(after.some((s) => s.name === 'auth_db_pool_connections' && s.labels.state === 'waiting'));
+    expect(sampleValue(after, 'auth_outbox_pending') - sampleValue(before, 'auth_outbox_pending')).toBe(3);
+    expect(sampleValue(after, 'auth_db_pool_connections', { state: 'total' }) >= 1).toBeTruthy();
+    expect(after.some((s) => s.name === 'auth_db_pool_connections' && s.labels.state === 'waiting')).toBeTruthy();
     await app.db.query('DELETE FROM webhooks WHERE id = $1', [hook.rows[0].id]);
   });
 
@@ -93,14 +92,14 @@ describe('GET /metrics', () => {
     const user = await makeUser(app);
     const before = await scrape();
     for (let i = 0; i < 5; i++) {
-      assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: `wrong-${i}` })).status, 401);
+      expect((await app.http.post('/api/auth/login', { login: user.username, password: `wrong-${i}` })).status).toBe(401);
     }
-    assert.equal((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status, 423);
+    expect((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status).toBe(423);
     const after = await scrape();
     const delta = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
-    assert.equal(delta('auth_login_failures_total', { reason: 'invalid_credentials' }), 5);
-    assert.equal(delta('auth_login_failures_total', { reason: 'account_locked' }), 1);
-    assert.equal(delta('auth_lockouts_total'), 1);
+    expect(delta('auth_login_failures_total', { reason: 'invalid_credentials' })).toBe(5);
+    expect(delta('auth_login_failures_total', { reason: 'account_locked' })).toBe(1);
+    expect(delta('auth_lockouts_total')).toBe(1);
   });
 
   it('counts an unknown name, a wrong password and an inactive user as one series, so a scrape reveals no usernames', async () => {
@@ -111,18 +110,18 @@ describe('GET /metrics', () => {
     /** The auth_login_failures_total series a login moved, and by how much. */
     const moved = async (login: string, password: string) => {
       const before = failures(await scrape());
-      assert.equal((await app.http.post('/api/auth/login', { login, password })).status, 401);
+      expect((await app.http.post('/api/auth/login', { login, password })).status).toBe(401);
       const after = failures(await scrape());
       return [...after].filter(([k, v]) => v !== (before.get(k) ?? 0)).map(([k, v]) => [k, v - (before.get(k) ?? 0)]);
     };
     const unknown = await moved(`nobody-${randomUUID()}`, 'whatever-password');
     const wrongPassword = await moved(user.username, 'not-the-password');
     const inactiveUser = await moved(inactive.username, inactive.password);
-    assert.deepEqual(unknown, [[JSON.stringify({ reason: 'invalid_credentials' }), 1]]);
-    assert.deepEqual(wrongPassword, unknown);
-    assert.deepEqual(inactiveUser, unknown);
+    expect(unknown).toStrictEqual([[JSON.stringify({ reason: 'invalid_credentials' }), 1]]);
+    expect(wrongPassword).toStrictEqual(unknown);
+    expect(inactiveUser).toStrictEqual(unknown);
     const reasons = new Set((await scrape()).filter((s) => s.name === 'auth_login_failures_total').map((s) => s.labels.reason));
-    for (const precise of ['unknown_user', 'invalid_password', 'user_inactive']) assert.equal(reasons.has(precise), false, precise);
+    for (const precise of ['unknown_user', 'invalid_password', 'user_inactive']) expect(reasons.has(precise), precise).toBe(false);
   });
 
   it('counts webhook delivery attempts by outcome', async () => {
@@ -148,9 +147,9 @@ describe('GET /metrics', () => {
         await new Promise((r) => setTimeout(r, 20));
         after = parsePrometheus((await request(`${app.url}/metrics`)).text);
       }
-      assert.equal(delta(after, 'succeeded'), 1);
-      assert.equal(delta(after, 'retry'), 3, 'the failing receiver was retried three times');
-      assert.equal(delta(after, 'failed'), 1);
+      expect(delta(after, 'succeeded')).toBe(1);
+      expect(delta(after, 'retry'), 'the failing receiver was retried three times').toBe(3);
+      expect(delta(after, 'failed')).toBe(1);
     } finally {
       await app.db.query('DELETE FROM webhooks WHERE id = ANY($1::int[])', [hooks]);
       await new Promise((resolve) => receiver.close(resolve));

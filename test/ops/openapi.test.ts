@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Express } from 'express';
 import { buildOpenApiDocument, inputSchema, openApiPath } from '../../src/openapi/document.ts';
 import { OPERATIONS } from '../../src/openapi/operations.ts';
@@ -15,7 +14,7 @@ function mountedRoutes(app: Express): string[] {
       if (layer.route) {
         for (const method of Object.keys(layer.route.methods)) if (method !== '_all') out.push(`${method} ${prefix}${layer.route.path}`);
       } else if (Array.isArray(layer.handle?.stack)) {
-        assert.equal(typeof layer.rawPath, 'string', 'a router mounted on a pattern: teach mountedRoutes about it');
+        expect(typeof layer.rawPath, 'a router mounted on a pattern: teach mountedRoutes about it').toBe('string');
         walk(layer.handle.stack, layer.slash ? prefix : prefix + layer.rawPath);
       }
     }
@@ -27,56 +26,56 @@ function mountedRoutes(app: Express): string[] {
 describe('API reference (OpenAPI 3.1 and /docs)', () => {
   let app: TestApp;
   let express: Express;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     express = app.server.listeners('request').find((l: any) => typeof l === 'function' && 'router' in l) as unknown as Express;
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('documents every route the app mounts, and only those', async () => {
     const mounted = mountedRoutes(express);
-    assert.ok(mounted.length > 20, `found the routes: ${mounted.join(', ')}`);
+    expect(mounted.length > 20, `found the routes: ${mounted.join(', ')}`).toBeTruthy();
     const documented = OPERATIONS.map((o) => `${o.method} ${o.path}`);
-    assert.deepEqual(mounted.filter((r) => !documented.includes(r)), [], 'mounted but missing from src/openapi/operations.ts');
-    assert.deepEqual(documented.filter((r) => !mounted.includes(r)), [], 'documented but not mounted');
-    assert.equal(new Set(documented).size, documented.length, 'no operation twice');
+    expect(mounted.filter((r) => !documented.includes(r)), 'mounted but missing from src/openapi/operations.ts').toStrictEqual([]);
+    expect(documented.filter((r) => !mounted.includes(r)), 'documented but not mounted').toStrictEqual([]);
+    expect(new Set(documented).size, 'no operation twice').toBe(documented.length);
 
     const doc = (await app.http.get('/api/openapi.json')).body;
-    assert.equal(doc.openapi, '3.1.0');
+    expect(doc.openapi).toBe('3.1.0');
     for (const route of mounted) {
       const [method, path] = route.split(' ');
-      assert.ok(doc.paths[openApiPath(path)]?.[method], `${route} is in /api/openapi.json`);
+      expect(doc.paths[openApiPath(path)]?.[method], `${route} is in /api/openapi.json`).toBeTruthy();
     }
   });
 
   it('serves the document built from the request schemas', async () => {
     const served = (await app.http.get('/api/openapi.json')).body;
-    assert.deepEqual(served, JSON.parse(JSON.stringify(buildOpenApiDocument())));
+    expect(served).toStrictEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
     const token = served.paths['/api/sso/token'].post.requestBody.content['application/json'].schema;
-    assert.deepEqual(token, inputSchema(OPERATIONS.find((o) => o.path === '/api/sso/token')!.body!));
-    assert.deepEqual(token.required, ['client_id', 'client_secret', 'username']);
-    assert.equal(served.paths['/api/webhooks/{id}'].delete.parameters[0].name, 'id');
-    assert.equal(JSON.stringify(served).includes('$defs'), false, 'named schemas live in components');
+    expect(token).toStrictEqual(inputSchema(OPERATIONS.find((o) => o.path === '/api/sso/token')!.body!));
+    expect(token.required).toStrictEqual(['client_id', 'client_secret', 'username']);
+    expect(served.paths['/api/webhooks/{id}'].delete.parameters[0].name).toBe('id');
+    expect(JSON.stringify(served).includes('$defs'), 'named schemas live in components').toBe(false);
   });
 
   it('has examples that validate against their schemas', () => {
     let checked = 0;
     for (const op of OPERATIONS) {
       if (op.body) {
-        assert.notEqual(op.example, undefined, `${op.method} ${op.path} has a body example`);
+        expect(op.example, `${op.method} ${op.path} has a body example`).not.toBe(undefined);
         const parsed = op.body.safeParse(op.example);
-        assert.ok(parsed.success, `${op.method} ${op.path} example: ${parsed.error?.message}`);
+        expect(parsed.success, `${op.method} ${op.path} example: ${parsed.error?.message}`).toBeTruthy();
         checked++;
       }
       for (const [status, r] of Object.entries(op.responses)) {
         if (r.schema && r.example !== undefined) {
           const parsed = r.schema.safeParse(r.example);
-          assert.ok(parsed.success, `${op.method} ${op.path} ${status} example: ${parsed.error?.message}`);
+          expect(parsed.success, `${op.method} ${op.path} ${status} example: ${parsed.error?.message}`).toBeTruthy();
           checked++;
         }
       }
     }
-    assert.ok(checked > 30);
+    expect(checked > 30).toBeTruthy();
   });
 
   it('documents the schemas the routes really validate with: examples pass, empty bodies fail', async () => {
@@ -90,21 +89,21 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
       const headers: Record<string, string> = auth[op.access] ? { authorization: `Bearer ${auth[op.access]}` } : {};
       const url = `${app.url}${op.path.replace(/:\w+/g, '999999')}`;
       const ok = await request(url, { method: op.method.toUpperCase(), body: op.example, headers });
-      assert.ok(ok.status < 500 && !(ok.status === 400 && ok.body?.error === 'validation_error'), `${op.method} ${op.path} accepts its example (${ok.status} ${ok.text})`);
+      expect(ok.status < 500 && !(ok.status === 400 && ok.body?.error === 'validation_error'), `${op.method} ${op.path} accepts its example (${ok.status} ${ok.text})`).toBeTruthy();
       const empty = await request(url, { method: op.method.toUpperCase(), body: {}, headers });
-      assert.equal(empty.body?.error, 'validation_error', `${op.method} ${op.path} validates with a schema that needs fields`);
+      expect(empty.body?.error, `${op.method} ${op.path} validates with a schema that needs fields`).toBe('validation_error');
       checked++;
     }
-    assert.ok(checked >= 13, `checked ${checked} JSON routes`);
+    expect(checked >= 13, `checked ${checked} JSON routes`).toBeTruthy();
   });
 
   it('renders a readable reference page without external resources', async () => {
     const r = await app.http.get('/docs');
-    assert.equal(r.status, 200);
-    assert.match(r.headers['content-type'] as string, /^text\/html/);
-    for (const op of OPERATIONS) assert.ok(r.text.includes(`<code>${openApiPath(op.path)}</code>`), `${op.path} on the page`);
-    assert.match(r.text, /<table class="docs__table">/);
-    assert.equal(/(src|href)="(https?:)?\/\//.test(r.text), false, 'nothing loaded from another origin');
-    assert.equal((await app.http.get('/assets/css/docs.css')).status, 200);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type'] as string).toMatch(/^text\/html/);
+    for (const op of OPERATIONS) expect(r.text.includes(`<code>${openApiPath(op.path)}</code>`), `${op.path} on the page`).toBeTruthy();
+    expect(r.text).toMatch(/<table class="docs__table">/);
+    expect(/(src|href)="(https?:)?\/\//.test(r.text), 'nothing loaded from another origin').toBe(false);
+    expect((await app.http.get('/assets/css/docs.css')).status).toBe(200);
   });
 });

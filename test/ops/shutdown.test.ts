@@ -1,8 +1,7 @@
-import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { request } from '../helpers/http.ts';
@@ -47,7 +46,7 @@ describe('graceful shutdown of the real server process', () => {
   let server: ServerProcess;
   let creds: { client_id: string; client_secret: string };
   let username: string;
-  before(async () => {
+  beforeAll(async () => {
     prepared = await prepareServerEnv();
     ({ creds, username } = await seed(prepared.env, async (services) => {
       const app = { services } as unknown as TestApp;
@@ -57,7 +56,7 @@ describe('graceful shutdown of the real server process', () => {
     }));
     server = await startServerProcess(prepared.env);
   });
-  after(async () => {
+  afterAll(async () => {
     if (server.child.exitCode === null) server.child.kill('SIGKILL');
     await prepared.drop();
   });
@@ -101,25 +100,25 @@ describe('graceful shutdown of the real server process', () => {
     const code = await server.exited;
 
     for (const a of heldAnswers) {
-      assert.equal(a.status, 200, 'a request in flight at SIGTERM is answered');
-      assert.equal(typeof a.body.token, 'string');
-      assert.equal(a.headers.connection, 'close', 'the client is told not to reuse the connection');
+      expect(a.status, 'a request in flight at SIGTERM is answered').toBe(200);
+      expect(typeof a.body.token).toBe('string');
+      expect(a.headers.connection, 'the client is told not to reuse the connection').toBe('close');
     }
-    assert.ok(answered.length >= 30);
-    assert.deepEqual([...new Set(answered)], [200], 'every answered request succeeded');
+    expect(answered.length >= 30).toBeTruthy();
+    expect([...new Set(answered)], 'every answered request succeeded').toStrictEqual([200]);
     // A request the server never accepted fails to connect; none is cut off mid-answer.
-    for (const e of refusedOrReset) assert.ok(['ECONNREFUSED', 'ECONNRESET'].includes(e), e);
-    assert.equal(code, 0, server.output());
+    for (const e of refusedOrReset) expect(['ECONNREFUSED', 'ECONNRESET'].includes(e), e).toBeTruthy();
+    expect(code, server.output()).toBe(0);
 
     // The server's own account: every token request it started, it answered with 200.
     const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     const tokenLines = lines.filter((l) => l.req?.url === '/api/sso/token');
-    assert.equal(tokenLines.length, answered.length + held.length, 'the server answered exactly what the clients received');
-    assert.ok(tokenLines.every((l) => l.res?.statusCode === 200 && !/aborted/.test(l.msg)));
-    assert.ok(lines.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'));
-    assert.ok(lines.some((l) => l.msg === 'stopped'));
+    expect(tokenLines.length, 'the server answered exactly what the clients received').toBe(answered.length + held.length);
+    expect(tokenLines.every((l) => l.res?.statusCode === 200 && !/aborted/.test(l.msg))).toBeTruthy();
+    expect(lines.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM')).toBeTruthy();
+    expect(lines.some((l) => l.msg === 'stopped')).toBeTruthy();
     agent.destroy();
-    assert.ok(started >= answered.length);
+    expect(started >= answered.length).toBeTruthy();
   });
 
   it('on SIGTERM lets a webhook attempt in progress finish and records it before exiting', async () => {
@@ -146,19 +145,19 @@ describe('graceful shutdown of the real server process', () => {
         return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
       });
       const child = await startServerProcess(env.env);
-      assert.equal((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status, 200);
+      expect((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status).toBe(200);
       await delivery; // the dispatcher's attempt is now waiting for the receiver
 
       child.child.kill('SIGTERM');
       await waitUntilRefused(Number(env.env.PORT));
-      assert.equal(child.child.exitCode, null, 'the process waits for the attempt');
+      expect(child.child.exitCode, 'the process waits for the attempt').toBe(null);
       release();
-      assert.equal(await child.exited, 0, child.output());
+      expect(await child.exited, child.output()).toBe(0);
 
       const recorded = await seed(env.env, async (services) =>
         (await services.deps.db.query<{ status: string; attempts: number; last_status_code: number }>(
           "SELECT status, attempts, last_status_code FROM webhook_deliveries WHERE event = 'user.login'")).rows);
-      assert.deepEqual(recorded, [{ status: 'succeeded', attempts: 1, last_status_code: 200 }]);
+      expect(recorded).toStrictEqual([{ status: 'succeeded', attempts: 1, last_status_code: 200 }]);
     } finally {
       release();
       await new Promise((resolve) => receiver.close(resolve));

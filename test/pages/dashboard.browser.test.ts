@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { seedDemo } from '../../src/demo/seed.ts';
@@ -12,18 +11,18 @@ function claimsOf(token: string | null): Record<string, unknown> {
   return JSON.parse(Buffer.from(String(token).split('.')[1], 'base64url').toString());
 }
 
-describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () => {
+describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => {
   let app: TestApp;
   let browser: Browser;
   let crm: TestClient;
   let wiki: TestClient;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     browser = await launchBrowser();
     crm = await startTestClient(app, { name: 'Customer CRM' });
     wiki = await startTestClient(app, { name: 'Team Wiki' });
   });
-  after(async () => {
+  afterAll(async () => {
     await browser?.close();
     await crm?.close();
     await wiki?.close();
@@ -35,26 +34,26 @@ describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () 
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(`${app.url}/dashboard`);
-    assert.equal(new URL(page.url()).pathname, '/login', 'signed-out visitors are sent to sign in');
-    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /your account dashboard/);
+    expect(new URL(page.url()).pathname, 'signed-out visitors are sent to sign in').toBe('/login');
+    expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/your account dashboard/);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${app.url}/dashboard`);
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Welcome, Grace Hopper');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Welcome, Grace Hopper');
 
     const card = page.locator(`li[data-client-id="${crm.client_id}"]`);
     await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
     await card.getByRole('button', { name: 'Link' }).click();
     await page.waitForURL(`${app.url}/dashboard`);
-    assert.match(await page.getByRole('status').innerText(), /Linked: you are g\.hopper there/);
-    assert.equal(await card.locator('.system__username').textContent(), 'g.hopper');
-    assert.equal(await card.locator('.badge').textContent(), 'Linked');
+    expect(await page.getByRole('status').innerText()).toMatch(/Linked: you are g\.hopper there/);
+    expect(await card.locator('.system__username').textContent()).toBe('g.hopper');
+    expect(await card.locator('.badge').textContent()).toBe('Linked');
     const violations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
-    assert.deepEqual(violations.map((v) => `${v.id}: ${v.help}`), []);
+    expect(violations.map((v) => `${v.id}: ${v.help}`)).toStrictEqual([]);
     await saveScreenshot(page, 'dashboard');
     await page.setViewportSize({ width: 390, height: 844 });
-    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'no sideways scrolling on a phone');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'no sideways scrolling on a phone').toBeTruthy();
     await saveScreenshot(page, 'dashboard-phone');
     await page.setViewportSize({ width: 1280, height: 800 });
 
@@ -62,22 +61,22 @@ describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () 
       page.waitForResponse((r) => new URL(r.url()).pathname === '/dashboard/sign-in'),
       card.getByRole('button', { name: 'Sign in to Customer CRM' }).click(),
     ]);
-    assert.equal(answer.status(), 303);
-    assert.equal(await answer.headerValue('cache-control'), 'no-store');
+    expect(answer.status()).toBe(303);
+    expect(await answer.headerValue('cache-control')).toBe('no-store');
     await page.waitForURL(`${crm.origin}/callback?**`);
     const visit = crm.visits.at(-1)!;
-    assert.equal(visit.status, 200, 'the client validated the token');
-    assert.equal(visit.answer.user.id, user.id);
-    assert.equal(claimsOf(visit.token).username, 'g.hopper', 'the username claim is the linked name');
-    assert.equal(claimsOf(visit.token).client_id, crm.client_id);
+    expect(visit.status, 'the client validated the token').toBe(200);
+    expect(visit.answer.user.id).toBe(user.id);
+    expect(claimsOf(visit.token).username, 'the username claim is the linked name').toBe('g.hopper');
+    expect(claimsOf(visit.token).client_id).toBe(crm.client_id);
 
     await page.goto(`${app.url}/dashboard`);
     await card.getByRole('button', { name: 'Unlink Customer CRM' }).click();
     await page.waitForURL(`${app.url}/dashboard`);
-    assert.equal(await card.locator('.badge').textContent(), 'Not linked');
-    assert.equal(await card.getByRole('button', { name: /Sign in to/ }).count(), 0);
+    expect(await card.locator('.badge').textContent()).toBe('Not linked');
+    expect(await card.getByRole('button', { name: /Sign in to/ }).count()).toBe(0);
     const links = await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [user.id]);
-    assert.equal(links.rowCount, 0);
+    expect(links.rowCount).toBe(0);
     await context.close();
   });
 
@@ -93,10 +92,10 @@ describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () 
     // a hand-made form for an unlinked system, with a valid CSRF token
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
     const answer = await page.request.post(`${app.url}/dashboard/sign-in`, { form: { _csrf: csrf, client_id: wiki.client_id }, maxRedirects: 0 });
-    assert.equal(answer.status(), 303);
-    assert.equal(answer.headers().location, '/dashboard');
+    expect(answer.status()).toBe(303);
+    expect(answer.headers().location).toBe('/dashboard');
     await page.goto(`${app.url}/dashboard`);
-    assert.match(await page.getByRole('alert').innerText(), /Link that system first/);
+    expect(await page.getByRole('alert').innerText()).toMatch(/Link that system first/);
     await context.close();
   });
 
@@ -105,18 +104,18 @@ describe('the dashboard and the demo in Chromium', { skip: browserMissing }, () 
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(demo.login_url);
-    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /Demo client system/);
+    expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/Demo client system/);
     await page.getByLabel('Username').fill(demo.username);
     await page.getByLabel('Password').fill(demo.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${app.url}/demo/callback?**`);
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Signed in as demo');
-    assert.equal(await page.getByTestId('demo-username').textContent(), 'demo');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed in as demo');
+    expect(await page.getByTestId('demo-username').textContent()).toBe('demo');
     await saveScreenshot(page, 'demo-callback');
 
     const reload = await page.reload();
-    assert.equal(reload?.status(), 401, 'the token is single-use');
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'The token was refused');
+    expect(reload?.status(), 'the token is single-use').toBe(401);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('The token was refused');
     await context.close();
   });
 });

@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AxeBuilder } from '@axe-core/playwright';
 import { generate } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
@@ -24,16 +23,16 @@ async function axeViolations(page: Page) {
   return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
-describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
+describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
   let app: TestApp;
   let browser: Browser;
   let wiki: TestClient;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     browser = await launchBrowser();
     wiki = await startTestClient(app, { name: 'Team Wiki' });
   });
-  after(async () => {
+  afterAll(async () => {
     await browser?.close();
     await wiki?.close();
     await app?.close();
@@ -44,24 +43,24 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     const opened = await page.goto(wiki.loginUrl({ state: 'abc-123' }));
-    assert.equal(opened?.status(), 200);
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
-    assert.match((await page.locator('.auth__lead').textContent()) ?? '', /to continue to\s+Team Wiki/);
+    expect(opened?.status()).toBe(200);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sign in');
+    expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/to continue to\s+Team Wiki/);
     await saveScreenshot(page, 'login-desktop');
 
     const answer = await signIn(page, user.username, user.password);
-    assert.equal(answer.status(), 303);
-    assert.equal(await answer.headerValue('referrer-policy'), 'no-referrer');
+    expect(answer.status()).toBe(303);
+    expect(await answer.headerValue('referrer-policy')).toBe('no-referrer');
     await page.waitForURL(`${wiki.origin}/callback?**`);
-    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
+    expect(await page.locator('#who').textContent()).toBe(`Hello ${user.username}`);
 
     const visit = wiki.visits.at(-1)!;
-    assert.equal(visit.status, 200);
-    assert.deepEqual(visit.answer.user, { id: user.id, username: user.username, email: user.email });
-    assert.equal(visit.state, 'abc-123');
-    assert.equal(visit.query.app, 'test', 'the registered callback query is kept');
+    expect(visit.status).toBe(200);
+    expect(visit.answer.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
+    expect(visit.state).toBe('abc-123');
+    expect(visit.query.app, 'the registered callback query is kept').toBe('test');
     const again = await app.http.post('/api/sso/validate', { client_id: wiki.client_id, client_secret: wiki.client_secret, token: visit.token });
-    assert.equal(again.body.error, 'token_already_used', 'accepted once only');
+    expect(again.body.error, 'accepted once only').toBe('token_already_used');
     await context.close();
   });
 
@@ -77,11 +76,11 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const visitsBefore = wiki.visits.length;
     await page.goto(wiki.loginUrl({ state: 'second' }));
     await page.waitForURL(`${wiki.origin}/callback?**`);
-    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
+    expect(await page.locator('#who').textContent()).toBe(`Hello ${user.username}`);
     const loginAnswers = seen.filter((s) => new URL(s.url).pathname === '/sso/login').map((s) => s.status);
-    assert.deepEqual(loginAnswers, [303], 'the login page answered only with a redirect');
-    assert.equal(wiki.visits.length, visitsBefore + 1);
-    assert.equal(wiki.visits.at(-1)!.state, 'second');
+    expect(loginAnswers, 'the login page answered only with a redirect').toStrictEqual([303]);
+    expect(wiki.visits.length).toBe(visitsBefore + 1);
+    expect(wiki.visits.at(-1)!.state).toBe('second');
     await context.close();
   });
 
@@ -91,19 +90,19 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const page = await context.newPage();
     await page.goto(wiki.loginUrl());
     const wrong = await signIn(page, user.username, 'not the password');
-    assert.equal(wrong.status(), 401);
-    assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
-    assert.equal(await page.getByLabel('Username').inputValue(), user.username);
-    assert.equal(await page.getByLabel('Password').inputValue(), '');
-    assert.ok(page.url().startsWith(app.url));
+    expect(wrong.status()).toBe(401);
+    expect(await page.getByRole('alert').innerText()).toBe('The username or password is incorrect.');
+    expect(await page.getByLabel('Username').inputValue()).toBe(user.username);
+    expect(await page.getByLabel('Password').inputValue()).toBe('');
+    expect(page.url().startsWith(app.url)).toBeTruthy();
     await saveScreenshot(page, 'login-wrong-password');
 
     for (let i = 1; i < app.config.LOCKOUT_THRESHOLD; i++) {
       await app.http.post('/api/auth/login', { login: user.username, password: `wrong-${i}` });
     }
     const locked = await signIn(page, user.username, user.password);
-    assert.equal(locked.status(), 423);
-    assert.match(await page.getByRole('alert').innerText(), /locked; try again in 30 minutes/);
+    expect(locked.status()).toBe(423);
+    expect(await page.getByRole('alert').innerText()).toMatch(/locked; try again in 30 minutes/);
     await context.close();
   });
 
@@ -118,10 +117,10 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const page = await context.newPage();
     await page.goto(wiki.loginUrl({ state: 'tf' }));
     const step1 = await signIn(page, user.username, user.password);
-    assert.equal(step1.status(), 200);
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Two-step verification');
-    assert.equal(await page.locator('input[type=password], input[name=password]').count(), 0, 'no password field, hidden or not');
-    assert.deepEqual(await axeViolations(page), []);
+    expect(step1.status()).toBe(200);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Two-step verification');
+    expect(await page.locator('input[type=password], input[name=password]').count(), 'no password field, hidden or not').toBe(0);
+    expect(await axeViolations(page)).toStrictEqual([]);
     await saveScreenshot(page, 'login-two-factor');
 
     const current = await generate({ secret });
@@ -134,14 +133,14 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
       return answer;
     };
     const wrong = await submitCode(current === '123456' ? '654321' : '123456');
-    assert.equal(wrong.status(), 401);
-    assert.match(await page.getByRole('alert').innerText(), /That code is not valid/);
+    expect(wrong.status()).toBe(401);
+    expect(await page.getByRole('alert').innerText()).toMatch(/That code is not valid/);
 
     const right = await submitCode(current);
-    assert.equal(right.status(), 303);
+    expect(right.status()).toBe(303);
     await page.waitForURL(`${wiki.origin}/callback?**`);
-    assert.equal(await page.locator('#who').textContent(), `Hello ${user.username}`);
-    assert.equal(wiki.visits.at(-1)!.state, 'tf');
+    expect(await page.locator('#who').textContent()).toBe(`Hello ${user.username}`);
+    expect(wiki.visits.at(-1)!.state).toBe('tf');
     await context.close();
   });
 
@@ -151,9 +150,9 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const page = await context.newPage();
     const evil = `${wiki.origin}/evil`;
     const unknown = await page.goto(`${app.url}/sso/login?client_id=${unique('nope')}&redirect_uri=${encodeURIComponent(evil)}`);
-    assert.equal(unknown?.status(), 400);
-    assert.ok(page.url().startsWith(`${app.url}/sso/login`));
-    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'This link does not work');
+    expect(unknown?.status()).toBe(400);
+    expect(page.url().startsWith(`${app.url}/sso/login`)).toBeTruthy();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('This link does not work');
     await saveScreenshot(page, 'login-unknown-client');
 
     const injected = { redirect_uri: evil, redirect_url: evil, callback_url: evil, return_to: evil, next: evil };
@@ -161,8 +160,8 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     await signIn(page, user.username, user.password);
     await page.waitForURL(`${wiki.origin}/callback?**`);
     const landed = new URL(page.url());
-    assert.equal(landed.pathname, '/callback');
-    assert.deepEqual([...landed.searchParams.keys()].sort(), ['app', 'token']);
+    expect(landed.pathname).toBe('/callback');
+    expect([...landed.searchParams.keys()].sort()).toStrictEqual(['app', 'token']);
     await context.close();
   });
 
@@ -170,10 +169,10 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(wiki.loginUrl());
-    assert.deepEqual(await axeViolations(page), []);
-    assert.equal(await page.getByRole('heading', { level: 1 }).count(), 1);
-    assert.equal(await page.getByLabel('Username').getAttribute('autocomplete'), 'username');
-    assert.equal(await page.getByLabel('Password').getAttribute('autocomplete'), 'current-password');
+    expect(await axeViolations(page)).toStrictEqual([]);
+    expect(await page.getByRole('heading', { level: 1 }).count()).toBe(1);
+    expect(await page.getByLabel('Username').getAttribute('autocomplete')).toBe('username');
+    expect(await page.getByLabel('Password').getAttribute('autocomplete')).toBe('current-password');
 
     // keyboard: the username field has the focus on arrival; Tab walks username, password, button,
     // and Shift+Tab back from the username reaches the skip link first
@@ -186,14 +185,14 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
       await page.keyboard.press('Tab');
       order.push(await focused());
     }
-    assert.deepEqual(order, ['login', 'password', 'Sign in']);
+    expect(order).toStrictEqual(['login', 'password', 'Sign in']);
     await page.getByLabel('Username').focus();
     await page.keyboard.press('Shift+Tab');
-    assert.equal(await focused(), 'Skip to content');
+    expect(await focused()).toBe('Skip to content');
 
     const wrong = await signIn(page, unique('ghost'), 'whatever-it-is');
-    assert.equal(wrong.status(), 401);
-    assert.deepEqual(await axeViolations(page), [], 'the page with its error message too');
+    expect(wrong.status()).toBe(401);
+    expect(await axeViolations(page), 'the page with its error message too').toStrictEqual([]);
     await context.close();
   });
 
@@ -202,10 +201,10 @@ describe('browser single sign-on in Chromium', { skip: browserMissing }, () => {
     const page = await context.newPage();
     await page.goto(wiki.loginUrl());
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    assert.ok(width <= 390, `page is ${width} px wide`);
+    expect(width <= 390, `page is ${width} px wide`).toBeTruthy();
     const button = await page.getByRole('button', { name: 'Sign in' }).boundingBox();
-    assert.ok(button && button.height >= 40, 'a finger-sized button');
-    assert.deepEqual(await axeViolations(page), []);
+    expect(button && button.height >= 40, 'a finger-sized button').toBeTruthy();
+    expect(await axeViolations(page)).toStrictEqual([]);
     await saveScreenshot(page, 'login-phone-dark');
     await page.emulateMedia({ colorScheme: 'light' });
     await saveScreenshot(page, 'login-phone');

@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consumeTokens } from '../../src/sso/queries.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -13,10 +12,10 @@ import { makeClient, makeUser } from '../helpers/factories.ts';
  */
 describe('requests that share a batch', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const creds = (c: { client_id: string; client_secret: string }) => ({ client_id: c.client_id, client_secret: c.client_secret });
 
@@ -27,7 +26,7 @@ describe('requests that share a batch', () => {
     const issued = [];
     for (const user of users) {
       const r = await app.http.post('/api/sso/token', { ...creds(client), username: user.username });
-      assert.equal(r.status, 200, r.text);
+      expect(r.status, r.text).toBe(200);
       issued.push({ token: r.body.token as string, user });
     }
     // Every token presented three times by its client and once by another, all at once.
@@ -40,23 +39,23 @@ describe('requests that share a batch', () => {
     for (const { token, user } of issued) {
       const mine = calls.map((c, i) => ({ ...c, answer: answers[i] })).filter((c) => c.token === token);
       const wins = mine.filter((c) => c.answer.status === 200);
-      assert.equal(wins.length, 1, `exactly one validation of ${user.username}'s token succeeds`);
-      assert.equal(wins[0].caller, client, 'and it is the issuing client\'s');
-      assert.deepEqual(wins[0].answer.body.user, { id: user.id, username: user.username, email: user.email });
+      expect(wins.length, `exactly one validation of ${user.username}'s token succeeds`).toBe(1);
+      expect(wins[0].caller, 'and it is the issuing client\'s').toBe(client);
+      expect(wins[0].answer.body.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
       for (const loser of mine.filter((c) => c.answer.status !== 200)) {
-        assert.equal(loser.answer.status, 401);
-        assert.equal(loser.answer.body.valid, false);
-        assert.equal(loser.answer.body.error, loser.caller === client ? 'token_already_used' : 'invalid_token');
+        expect(loser.answer.status).toBe(401);
+        expect(loser.answer.body.valid).toBe(false);
+        expect(loser.answer.body.error).toBe(loser.caller === client ? 'token_already_used' : 'invalid_token');
       }
     }
     const audit = await app.db.query<{ user_id: number; jti: string }>(
       `SELECT user_id, details->>'jti' AS jti FROM audit_log WHERE action = 'token.validate' AND outcome = 'success' AND client_id = $1`,
       [client.client_id],
     );
-    assert.equal(audit.rows.length, issued.length, 'one success audit row per token');
+    expect(audit.rows.length, 'one success audit row per token').toBe(issued.length);
     const jtiOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).jti as string;
     for (const { token, user } of issued) {
-      assert.deepEqual(audit.rows.filter((row) => row.jti === jtiOf(token)).map((row) => row.user_id), [user.id]);
+      expect(audit.rows.filter((row) => row.jti === jtiOf(token)).map((row) => row.user_id)).toStrictEqual([user.id]);
     }
   });
 
@@ -71,8 +70,8 @@ describe('requests that share a batch', () => {
     });
     const answers = await Promise.all(calls.map((c) => app.http.post('/api/sso/token', c.body)));
     calls.forEach((c, i) => {
-      assert.equal(answers[i].status, c.right ? 200 : 401, `call ${i}`);
-      if (!c.right) assert.equal(answers[i].body.error, 'invalid_client');
+      expect(answers[i].status, `call ${i}`).toBe(c.right ? 200 : 401);
+      if (!c.right) expect(answers[i].body.error).toBe('invalid_client');
     });
   });
 
@@ -96,15 +95,15 @@ describe('requests that share a batch', () => {
       req(aliceJti, client.client_id), // the same token twice in one batch
       req(bobJti, client.client_id),
     ]);
-    assert.equal(result.length, 5);
-    assert.equal(result[0], null);
-    assert.equal(result[1], null);
-    assert.equal(result[4]?.user_id, bob.id);
-    assert.equal(result[4]?.username, bob.username);
+    expect(result.length).toBe(5);
+    expect(result[0]).toBe(null);
+    expect(result[1]).toBe(null);
+    expect(result[4]?.user_id).toBe(bob.id);
+    expect(result[4]?.username).toBe(bob.username);
     const aliceWins = [result[2], result[3]].filter((x) => x !== null);
-    assert.equal(aliceWins.length, 1, 'one of the two requests for one token wins');
-    assert.equal(aliceWins[0]?.user_id, alice.id);
-    assert.deepEqual(await consumeTokens(app.db, [req(aliceJti, client.client_id), req(bobJti, client.client_id)]), [null, null]);
-    assert.deepEqual(await consumeTokens(app.db, []), []);
+    expect(aliceWins.length, 'one of the two requests for one token wins').toBe(1);
+    expect(aliceWins[0]?.user_id).toBe(alice.id);
+    expect(await consumeTokens(app.db, [req(aliceJti, client.client_id), req(bobJti, client.client_id)])).toStrictEqual([null, null]);
+    expect(await consumeTokens(app.db, [])).toStrictEqual([]);
   });
 });

@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { createSecretKey } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import jwt from 'jsonwebtoken';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -12,12 +11,12 @@ describe('token validation refusals', () => {
   let client: Awaited<ReturnType<typeof makeClient>>;
   let user: Awaited<ReturnType<typeof makeUser>>;
 
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     client = await makeClient(app);
     user = await makeUser(app);
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   const issue = async (c = client) =>
     (await app.http.post('/api/sso/token', { client_id: c.client_id, client_secret: c.client_secret, username: user.username })).body.token as string;
@@ -33,9 +32,9 @@ describe('token validation refusals', () => {
 
   const expectRefused = async (token: string, error: string) => {
     const r = await validate(token);
-    assert.equal(r.status, 401, r.text);
-    assert.equal(r.body.valid, false);
-    assert.equal(r.body.error, error);
+    expect(r.status, r.text).toBe(401);
+    expect(r.body.valid).toBe(false);
+    expect(r.body.error).toBe(error);
   };
 
   it('refuses an expired token', async () => {
@@ -75,9 +74,9 @@ describe('token validation refusals', () => {
     const other = await makeClient(app);
     const token = await issue();
     const r = await validate(token, other);
-    assert.equal(r.status, 401);
-    assert.equal(r.body.error, 'invalid_token');
-    assert.equal((await validate(token)).status, 200, 'the rightful client can still use it');
+    expect(r.status).toBe(401);
+    expect(r.body.error).toBe('invalid_token');
+    expect((await validate(token)).status, 'the rightful client can still use it').toBe(200);
   });
 
   it('refuses a well-signed token with a jti it never issued', async () => {
@@ -99,12 +98,12 @@ describe('token validation refusals', () => {
   it('the legacy /api/validate-token answers like /api/sso/validate, marked deprecated', async () => {
     const token = await issue();
     const r = await app.http.post('/api/validate-token', { client_id: client.client_id, client_secret: client.client_secret, token });
-    assert.equal(r.status, 200, r.text);
-    assert.equal(r.body.valid, true);
-    assert.equal(r.body.user.id, user.id);
-    assert.equal(r.headers.deprecation, 'true');
-    assert.equal(r.headers.link, '</api/sso/validate>; rel="successor-version"');
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.valid).toBe(true);
+    expect(r.body.user.id).toBe(user.id);
+    expect(r.headers.deprecation).toBe('true');
+    expect(r.headers.link).toBe('</api/sso/validate>; rel="successor-version"');
     const again = await app.http.post('/api/validate-token', { client_id: client.client_id, client_secret: client.client_secret, token });
-    assert.equal(again.body.error, 'token_already_used');
+    expect(again.body.error).toBe('token_already_used');
   });
 });

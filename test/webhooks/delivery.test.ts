@@ -1,7 +1,6 @@
-import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { Worker } from 'node:worker_threads';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
@@ -25,11 +24,11 @@ async function deliveryRow(app: TestApp, webhookId: number) {
 describe('webhook delivery and retries', () => {
   let app: TestApp;
   let admin: Record<string, string>;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp({ WEBHOOK_BACKOFF_MS: '100', WEBHOOK_TIMEOUT_MS: '1000' });
     admin = await adminHeaders(app);
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('sends within milliseconds of the commit, signed, with the documented headers', async () => {
     const receiver = await startReceiver();
@@ -50,16 +49,16 @@ describe('webhook delivery and retries', () => {
       // The commit wakes the dispatcher: were we waiting for the 500 ms poll instead, most
       // of these would take 100-500 ms.
       const median = [...delays].sort((x, y) => x - y)[5];
-      assert.ok(median < 100, `median ${median.toFixed(1)} ms from commit to receipt (${delays.map((d) => d.toFixed(0)).join(', ')})`);
+      expect(median < 100, `median ${median.toFixed(1)} ms from commit to receipt (${delays.map((d) => d.toFixed(0)).join(', ')})`).toBeTruthy();
       const r = receiver.received[9];
-      assert.equal(r.headers['content-type'], 'application/json');
-      assert.equal(r.headers['x-auth-event'], 'client.registered');
-      assert.match(String(r.headers['x-auth-delivery']), /^[0-9a-f-]{36}$/);
-      assert.equal(r.headers['webhook-id'], r.headers['x-auth-delivery']);
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['x-auth-event']).toBe('client.registered');
+      expect(String(r.headers['x-auth-delivery'])).toMatch(/^[0-9a-f-]{36}$/);
+      expect(r.headers['webhook-id']).toBe(r.headers['x-auth-delivery']);
       const envelope = verifyWebhook(r.raw, r.headers, SECRET);
-      assert.deepEqual(Object.keys(envelope), ['event', 'timestamp', 'data']);
-      assert.equal(envelope.data.client_id, clientIds[9]);
-      assert.match(envelope.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      expect(Object.keys(envelope)).toStrictEqual(['event', 'timestamp', 'data']);
+      expect(envelope.data.client_id).toBe(clientIds[9]);
+      expect(envelope.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     } finally {
       await receiver.close();
     }
@@ -76,7 +75,7 @@ describe('webhook delivery and retries', () => {
         await eventually(async () => (await deliveryRow(app, id)).filter((d) => d.status === 'succeeded').length === i + 1);
       }
       const connections = new Set(receiver.received.map((r) => r.connection));
-      assert.equal(connections.size, 1, `five deliveries on one connection, not ${connections.size}`);
+      expect(connections.size, `five deliveries on one connection, not ${connections.size}`).toBe(1);
     } finally {
       await receiver.close();
     }
@@ -102,16 +101,16 @@ describe('webhook delivery and retries', () => {
         await eventually(async () => (await deliveryRow(app, id)).filter((d) => d.status === 'succeeded').length === i + 1);
       }
       const rows = await deliveryRow(app, id);
-      assert.deepEqual(rows.map((d) => [d.status, d.attempts]), rows.map(() => ['succeeded', 1]), 'each delivered at the first attempt');
-      assert.equal(received, 4);
-      assert.equal(connections.size, 4, 'a connection the receiver closed is never used again');
+      expect(rows.map((d) => [d.status, d.attempts]), 'each delivered at the first attempt').toStrictEqual(rows.map(() => ['succeeded', 1]));
+      expect(received).toBe(4);
+      expect(connections.size, 'a connection the receiver closed is never used again').toBe(4);
     } finally {
       closing.closeAllConnections();
       closing.close();
     }
   });
 
-  it('on PostgreSQL, delivers from its own thread while the main thread is busy', { skip: !onPostgres && 'the embedded database lives in the main thread' }, async () => {
+  it.skipIf(!onPostgres && 'the embedded database lives in the main thread')('on PostgreSQL, delivers from its own thread while the main thread is busy', async () => {
     // The receiver runs on a thread of its own too, so only the dispatcher's thread can be the sender.
     const receiverThread = new Worker(`
       const http = require('node:http');
@@ -134,13 +133,13 @@ describe('webhook delivery and retries', () => {
       while (Date.now() < busyUntil);
       await eventually(async () => messages.some((m) => m.receivedAt), 5000, 'the delivery');
       const receivedAt = messages.find((m) => m.receivedAt)!.receivedAt!;
-      assert.ok(receivedAt < busyUntil - 1000, `delivered ${busyUntil - receivedAt} ms before the main thread was free again`);
+      expect(receivedAt < busyUntil - 1000, `delivered ${busyUntil - receivedAt} ms before the main thread was free again`).toBeTruthy();
     } finally {
       await receiverThread.terminate();
     }
   });
 
-  it('on PostgreSQL, keeps delivering after the database has dropped every connection', { skip: !onPostgres && 'the embedded database has no connections to drop' }, async () => {
+  it.skipIf(!onPostgres && 'the embedded database has no connections to drop')('on PostgreSQL, keeps delivering after the database has dropped every connection', async () => {
     const receiver = await startReceiver();
     try {
       const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
@@ -151,7 +150,7 @@ describe('webhook delivery and retries', () => {
       // dispatcher thread's included (all but the one asking).
       const dropped = await app.db.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t');
-      assert.ok(dropped.rows[0].n >= 1, 'the dispatcher thread had a connection to drop');
+      expect(dropped.rows[0].n >= 1, 'the dispatcher thread had a connection to drop').toBeTruthy();
       await sleep(100);
       for (let i = 0; i < 3; i++) await triggerClientRegistered(app);
       await receiver.waitFor(() => receiver.received.length === 4);
@@ -169,22 +168,22 @@ describe('webhook delivery and retries', () => {
       await receiver.waitFor(() => receiver.received.length === 3);
       await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'succeeded');
       await sleep(700); // longer than the next backoff step would be: nothing more arrives
-      assert.equal(receiver.received.length, 3);
+      expect(receiver.received.length).toBe(3);
       const [a, b, c] = receiver.received;
       const gap1 = b.at - a.at;
       const gap2 = c.at - b.at;
-      assert.ok(gap1 >= 85, `first retry after the base backoff (${gap1} ms)`);
-      assert.ok(gap2 > gap1, `gaps grow (${gap1} ms, then ${gap2} ms)`);
-      assert.ok(gap2 >= 340, `second retry about 4x later (${gap2} ms)`);
-      assert.equal(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size, 1);
+      expect(gap1 >= 85, `first retry after the base backoff (${gap1} ms)`).toBeTruthy();
+      expect(gap2 > gap1, `gaps grow (${gap1} ms, then ${gap2} ms)`).toBeTruthy();
+      expect(gap2 >= 340, `second retry about 4x later (${gap2} ms)`).toBeTruthy();
+      expect(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size).toBe(1);
       // each attempt is re-signed with its own timestamp, and every one verifies
-      assert.equal(new Set(receiver.received.map((r) => r.body.timestamp)).size, 3);
+      expect(new Set(receiver.received.map((r) => r.body.timestamp)).size).toBe(3);
       for (const r of receiver.received) verifyWebhook(r.raw, r.headers, SECRET);
       const [row] = await deliveryRow(app, id);
-      assert.deepEqual({ status: row.status, attempts: row.attempts, code: row.last_status_code }, { status: 'succeeded', attempts: 3, code: 200 });
+      expect({ status: row.status, attempts: row.attempts, code: row.last_status_code }).toStrictEqual({ status: 'succeeded', attempts: 3, code: 200 });
       const attempts = await app.db.query<{ attempt: number; status_code: number }>(
         'SELECT attempt, status_code FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id', [row.id]);
-      assert.deepEqual(attempts.rows.map((x) => [x.attempt, x.status_code]), [[1, 500], [2, 500], [3, 200]]);
+      expect(attempts.rows.map((x) => [x.attempt, x.status_code])).toStrictEqual([[1, 500], [2, 500], [3, 200]]);
     } finally {
       await receiver.close();
     }
@@ -197,9 +196,9 @@ describe('webhook delivery and retries', () => {
       await triggerClientRegistered(app);
       await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'failed', 15_000, 'the delivery to fail');
       await sleep(700);
-      assert.equal(receiver.received.length, 4);
+      expect(receiver.received.length).toBe(4);
       const [row] = await deliveryRow(app, id);
-      assert.deepEqual({ attempts: row.attempts, code: row.last_status_code, error: row.last_error }, { attempts: 4, code: 502, error: 'HTTP 502' });
+      expect({ attempts: row.attempts, code: row.last_status_code, error: row.last_error }).toStrictEqual({ attempts: 4, code: 502, error: 'HTTP 502' });
     } finally {
       await receiver.close();
     }
@@ -213,12 +212,12 @@ describe('webhook delivery and retries', () => {
       await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'failed');
       const list = await app.http.get('/api/webhooks', { headers: admin });
       const hook = list.body.find((w: { id: number }) => w.id === id);
-      assert.equal(hook.active, false);
-      assert.match(hook.disabled_reason, /410/);
+      expect(hook.active).toBe(false);
+      expect(hook.disabled_reason).toMatch(/410/);
       await triggerClientRegistered(app);
       await sleep(700);
-      assert.equal(receiver.received.length, 1, 'no retry and no new delivery to a disabled webhook');
-      assert.equal((await deliveryRow(app, id)).length, 1);
+      expect(receiver.received.length, 'no retry and no new delivery to a disabled webhook').toBe(1);
+      expect((await deliveryRow(app, id)).length).toBe(1);
     } finally {
       await receiver.close();
     }
@@ -236,9 +235,9 @@ describe('webhook delivery and retries', () => {
       await triggerClientRegistered(app);
       await eventually(async () => (await deliveryRow(app, webhookId))[0]?.status === 'failed');
       await sleep(400); // past the first retry time
-      assert.equal(receiver.received.length, 1, 'no retry to a disabled webhook');
+      expect(receiver.received.length, 'no retry to a disabled webhook').toBe(1);
       const [row] = await deliveryRow(app, webhookId);
-      assert.deepEqual([row.attempts, row.last_status_code], [1, 500]);
+      expect([row.attempts, row.last_status_code]).toStrictEqual([1, 500]);
     } finally {
       await receiver.close();
     }
@@ -286,17 +285,17 @@ describe('webhook delivery and retries', () => {
         return rows.rows[0].n === 0;
       }, 20_000, 'the failing deliveries to finish');
       const [s] = await deliveryRow(app, slow);
-      assert.deepEqual([s.status, s.attempts], ['failed', 4]);
-      assert.match(String(s.last_error), /timeout after 1000 ms/);
+      expect([s.status, s.attempts]).toStrictEqual(['failed', 4]);
+      expect(String(s.last_error)).toMatch(/timeout after 1000 ms/);
       const [r] = await deliveryRow(app, redirect);
-      assert.deepEqual([r.status, r.attempts, r.last_status_code], ['failed', 4, 307]);
-      assert.equal(hits.target, 0, 'the redirect was never followed');
+      expect([r.status, r.attempts, r.last_status_code]).toStrictEqual(['failed', 4, 307]);
+      expect(hits.target, 'the redirect was never followed').toBe(0);
       const [c] = await deliveryRow(app, refused);
-      assert.deepEqual([c.status, c.attempts, c.last_status_code], ['failed', 4, null]);
-      assert.match(String(c.last_error), /ECONNREFUSED/);
+      expect([c.status, c.attempts, c.last_status_code]).toStrictEqual(['failed', 4, null]);
+      expect(String(c.last_error)).toMatch(/ECONNREFUSED/);
       const [h] = await deliveryRow(app, huge);
-      assert.deepEqual([h.status, h.attempts, h.last_status_code], ['succeeded', 1, 200], 'a 2xx counts once its head arrives; the rest is not read');
-      assert.equal(hits.huge, 1);
+      expect([h.status, h.attempts, h.last_status_code], 'a 2xx counts once its head arrives; the rest is not read').toStrictEqual(['succeeded', 1, 200]);
+      expect(hits.huge).toBe(1);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -324,24 +323,24 @@ describe('webhook deliveries across a restart', () => {
       first = undefined;
       const seenWhileStopped = receiver.received.length;
       await sleep(1800); // past the retry time: nobody is running to send it
-      assert.equal(receiver.received.length, seenWhileStopped, 'a stopped instance sends nothing');
+      expect(receiver.received.length, 'a stopped instance sends nothing').toBe(seenWhileStopped);
       const pending = await deliveryRow({ db: database.db } as TestApp, id);
-      assert.equal(pending.length, 5);
-      assert.ok(pending.every((d) => d.status === 'pending'), 'all retries still pending in the database');
-      assert.ok(pending.every((d) => d.attempts >= 1 && d.last_status_code === 500), 'the attempts in flight at stop were finished and recorded');
+      expect(pending.length).toBe(5);
+      expect(pending.every((d) => d.status === 'pending'), 'all retries still pending in the database').toBeTruthy();
+      expect(pending.every((d) => d.attempts >= 1 && d.last_status_code === 500), 'the attempts in flight at stop were finished and recorded').toBeTruthy();
 
       answer = 200;
       second = await startTestApp(env, { db: database.db });
       await eventually(async () => (await deliveryRow(second!, id)).every((d) => d.status === 'succeeded'), 10_000, 'all deliveries to succeed');
       const delivered = new Map<string, string>();
       for (const r of receiver.received) delivered.set(String(r.headers['x-auth-delivery']), r.body.data.client_id);
-      assert.deepEqual([...delivered.values()].sort(), [...clientIds].sort(), 'every event arrived, with its data');
+      expect([...delivered.values()].sort(), 'every event arrived, with its data').toStrictEqual([...clientIds].sort());
       const rows = await deliveryRow(second, id);
       for (const d of rows) {
         const perDelivery = receiver.received.filter((r) => r.headers['x-auth-delivery'] === d.id);
-        assert.ok(d.attempts >= 2, 'failed before the restart, succeeded after');
-        assert.equal(perDelivery.length, d.attempts, 'every attempt recorded, none repeated');
-        assert.equal(d.last_status_code, 200);
+        expect(d.attempts >= 2, 'failed before the restart, succeeded after').toBeTruthy();
+        expect(perDelivery.length, 'every attempt recorded, none repeated').toBe(d.attempts);
+        expect(d.last_status_code).toBe(200);
       }
     } finally {
       await first?.stop();

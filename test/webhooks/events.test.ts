@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser, TEST_PASSWORD } from '../helpers/factories.ts';
@@ -17,13 +16,13 @@ function jwtPayload(token: string): Record<string, any> {
 describe('each of the seven events arrives, signed, with its documented data', () => {
   let app: TestApp;
   let receiver: Receiver;
-  before(async () => {
+  beforeAll(async () => {
     // short-lived tokens and a fast sweep so token.expired can be observed for real
     app = await startTestApp({ TOKEN_TTL_SECONDS: '5', TOKEN_SWEEP_INTERVAL_MS: '200', LOCKOUT_THRESHOLD: '5' });
     receiver = await startReceiver();
     await registerWebhook(app, await adminHeaders(app), { url: receiver.url, events: [...EVENT_TYPES], secret: SECRET });
   });
-  after(async () => {
+  afterAll(async () => {
     await receiver.close();
     await app.close();
   });
@@ -32,72 +31,72 @@ describe('each of the seven events arrives, signed, with its documented data', (
   async function arrival(event: string, where: (data: Record<string, any>) => boolean) {
     await receiver.waitFor(() => receiver.of(event).some((r) => where(r.body.data)));
     const matching = receiver.of(event).filter((r) => where(r.body.data));
-    assert.equal(matching.length, 1, `exactly one ${event}`);
+    expect(matching.length, `exactly one ${event}`).toBe(1);
     const [r] = matching;
     const envelope = verifyWebhook<Record<string, any>>(r.raw, r.headers, SECRET);
-    assert.equal(r.headers['x-auth-event'], event);
-    assert.equal(envelope.event, event);
+    expect(r.headers['x-auth-event']).toBe(event);
+    expect(envelope.event).toBe(event);
     return envelope.data;
   }
 
   it('client.registered {client_id, client_name} when a client system is added', async () => {
     const client = await makeClient(app, { name: 'Events Client One' });
     const data = await arrival('client.registered', (d) => d.client_id === client.client_id);
-    assert.deepEqual(data, { client_id: client.client_id, client_name: 'Events Client One' });
+    expect(data).toStrictEqual({ client_id: client.client_id, client_name: 'Events Client One' });
   });
 
   it('user.login (SPEC 6 fields) when an SSO token is issued', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
     const issued = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username, ip_address: '203.0.113.7' }, { headers: UA });
-    assert.equal(issued.status, 200, issued.text);
+    expect(issued.status, issued.text).toBe(200);
     const data = await arrival('user.login', (d) => d.user_id === user.id);
-    assert.deepEqual(data, {
+    expect(data).toStrictEqual({
       user_id: user.id, email: user.email, ip_address: '203.0.113.7', user_agent: 'events-test/1.0',
       client_system: client.client_id, '2fa_used': false,
     });
-    assert.equal(typeof data.user_id, 'number');
+    expect(typeof data.user_id).toBe('number');
   });
 
   it('user.login_failed for a wrong password, and user.locked at the fifth', async () => {
     const user = await makeUser(app);
     for (let i = 0; i < 5; i++) {
       const r = await app.http.post('/api/auth/login', { login: user.username, password: 'wrong password' }, { headers: UA });
-      assert.equal(r.status, 401, r.text);
+      expect(r.status, r.text).toBe(401);
     }
     await receiver.waitFor(() => receiver.of('user.login_failed').filter((r) => r.body.data.user_id === user.id).length === 5);
     for (const r of receiver.of('user.login_failed').filter((x) => x.body.data.user_id === user.id)) {
       const { data } = verifyWebhook(r.raw, r.headers, SECRET);
-      assert.deepEqual(data, { username: user.username, user_id: user.id, ip_address: '127.0.0.1', user_agent: 'events-test/1.0', reason: 'invalid_password' });
+      expect(data).toStrictEqual({ username: user.username, user_id: user.id, ip_address: '127.0.0.1', user_agent: 'events-test/1.0', reason: 'invalid_password' });
     }
     const locked = await arrival('user.locked', (d) => d.user_id === user.id);
-    assert.deepEqual(Object.keys(locked).sort(), ['email', 'ip_address', 'locked_until', 'user_id']);
-    assert.equal(locked.email, user.email);
-    assert.equal(locked.ip_address, '127.0.0.1');
-    assert.ok(Date.parse(locked.locked_until) > Date.now() + 29 * 60_000, 'locked for 30 minutes');
+    expect(Object.keys(locked).sort()).toStrictEqual(['email', 'ip_address', 'locked_until', 'user_id']);
+    expect(locked.email).toBe(user.email);
+    expect(locked.ip_address).toBe('127.0.0.1');
+    expect(Date.parse(locked.locked_until) > Date.now() + 29 * 60_000, 'locked for 30 minutes').toBeTruthy();
   });
 
   it('user.login_failed names an unknown user as null', async () => {
     const r = await app.http.post('/api/auth/login', { login: 'nobody-here-xyz', password: 'whatever' }, { headers: UA });
-    assert.equal(r.status, 401);
+    expect(r.status).toBe(401);
     const data = await arrival('user.login_failed', (d) => d.username === 'nobody-here-xyz');
-    assert.equal(data.user_id, null);
-    assert.equal(data.reason, 'unknown_user');
+    expect(data.user_id).toBe(null);
+    expect(data.reason).toBe('unknown_user');
   });
 
   it('user.logout {user_id, email, ip_address, client_system} when the session ends', async () => {
     const user = await makeUser(app);
     const login = await app.http.post('/api/auth/login', { login: user.username, password: TEST_PASSWORD }, { headers: UA });
-    assert.equal(login.status, 200, login.text);
+    expect(login.status, login.text).toBe(200);
     const cookie = String(login.headers['set-cookie']?.[0] ?? '').split(';')[0];
-    assert.ok(cookie, 'a session cookie');
+    expect(cookie, 'a session cookie').toBeTruthy();
     const out = await app.http.post('/api/auth/logout', undefined, { headers: { ...UA, cookie } });
-    assert.equal(out.status, 200, out.text);
+    expect(out.status, out.text).toBe(200);
     const data = await arrival('user.logout', (d) => d.user_id === user.id);
-    assert.deepEqual(Object.keys(data).sort(), ['client_system', 'email', 'ip_address', 'user_id']);
-    assert.equal(data.email, user.email);
-    assert.equal(data.ip_address, '127.0.0.1');
-    assert.equal(typeof data.client_system, 'string');
+    expect(Object.keys(data).sort()).toStrictEqual(['client_system', 'email', 'ip_address', 'user_id']);
+    expect(data.email).toBe(user.email);
+    expect(data.ip_address).toBe('127.0.0.1');
+    expect(typeof data.client_system).toBe('string');
   });
 
   it('user.2fa_enabled {user_id, email} when the user turns on TOTP', async () => {
@@ -105,12 +104,12 @@ describe('each of the seven events arrives, signed, with its documented data', (
     const login = await app.http.post('/api/login', { username: user.username, password: TEST_PASSWORD });
     const auth = { authorization: `Bearer ${login.body.token}` };
     const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers: auth });
-    assert.equal(setup.status, 200, setup.text);
+    expect(setup.status, setup.text).toBe(200);
     const code = await generate({ secret: setup.body.secret });
     const enable = await app.http.post('/api/user/2fa/enable', { code }, { headers: auth });
-    assert.equal(enable.status, 200, enable.text);
+    expect(enable.status, enable.text).toBe(200);
     const data = await arrival('user.2fa_enabled', (d) => d.user_id === user.id);
-    assert.deepEqual(data, { user_id: user.id, email: user.email });
+    expect(data).toStrictEqual({ user_id: user.id, email: user.email });
   });
 
   it('token.expired {user_id, token_id, client_system, expired_at} once per token that expired unused', async () => {
@@ -119,16 +118,16 @@ describe('each of the seven events arrives, signed, with its documented data', (
     const creds = { client_id: client.client_id, client_secret: client.client_secret, username: user.username };
     const unused = await app.http.post('/api/sso/token', creds);
     const used = await app.http.post('/api/sso/token', creds);
-    assert.equal((await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: used.body.token })).status, 200);
+    expect((await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: used.body.token })).status).toBe(200);
     const claims = jwtPayload(unused.body.token);
     const data = await arrival('token.expired', (d) => d.token_id === claims.jti);
-    assert.deepEqual(data, {
+    expect(data).toStrictEqual({
       user_id: user.id, token_id: claims.jti, client_system: client.client_id, expired_at: new Date(claims.exp * 1000).toISOString(),
     });
     await sleep(600); // several more sweeps
-    assert.equal(receiver.of('token.expired').filter((r) => r.body.data.token_id === claims.jti).length, 1, 'sent once');
+    expect(receiver.of('token.expired').filter((r) => r.body.data.token_id === claims.jti).length, 'sent once').toBe(1);
     const usedJti = jwtPayload(used.body.token).jti;
-    assert.equal(receiver.of('token.expired').some((r) => r.body.data.token_id === usedJti), false, 'not for a used token');
+    expect(receiver.of('token.expired').some((r) => r.body.data.token_id === usedJti), 'not for a used token').toBe(false);
   });
 
   it('sends an event only to webhooks subscribed to it', async () => {
@@ -138,8 +137,8 @@ describe('each of the seven events arrives, signed, with its documented data', (
       const client = await makeClient(app);
       await receiver.waitFor(() => receiver.of('client.registered').some((r) => r.body.data.client_id === client.client_id));
       await sleep(200);
-      assert.equal(other.of('client.registered').length, 0);
-      assert.equal(other.of('user.login').length, 0, 'not even the admin sign-in');
+      expect(other.of('client.registered').length).toBe(0);
+      expect(other.of('user.login').length, 'not even the admin sign-in').toBe(0);
     } finally {
       await other.close();
     }

@@ -1,6 +1,5 @@
-import assert from 'node:assert/strict';
 import { createSecretKey } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -22,11 +21,11 @@ const NEVER = 3_600_000;
 
 describe('token issues hand their user.login deliveries straight to the dispatcher', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
-  before(async () => {
+  beforeAll(async () => {
     t = await createMigratedDatabase();
     await insertUserAndClient(t.db, 'handoff');
   });
-  after(() => t.drop());
+  afterAll(() => t.drop());
 
   async function issue(outbox: EventOutbox, count: number): Promise<void> {
     const sso = createSsoService({ db: t.db, config, signingKey: createSecretKey(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
@@ -53,17 +52,17 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     const dispatcher = startDispatcher({ db: t.db, config, logger, outbox, pollMs: NEVER });
     try {
       const webhookId = await webhookFor(receiver.url);
-      assert.equal(outbox.handOffLeaseMs(), deliveryLeaseMs(config));
+      expect(outbox.handOffLeaseMs()).toBe(deliveryLeaseMs(config));
       await issue(outbox, 3);
       await receiver.waitFor(() => receiver.received.length === 3);
-      assert.deepEqual(receiver.received.map((r) => r.body.event), ['user.login', 'user.login', 'user.login']);
-      assert.equal(woken, 0, 'handed over, not woken');
+      expect(receiver.received.map((r) => r.body.event)).toStrictEqual(['user.login', 'user.login', 'user.login']);
+      expect(woken, 'handed over, not woken').toBe(0);
       await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1 && !d.leased));
     } finally {
       await dispatcher.stop();
       await receiver.close();
     }
-    assert.equal(outbox.handOffLeaseMs(), null, 'a stopped dispatcher takes nothing more');
+    expect(outbox.handOffLeaseMs(), 'a stopped dispatcher takes nothing more').toBe(null);
   });
 
   /** The test database, counting the claim statements made through it. */
@@ -95,7 +94,7 @@ describe('token issues hand their user.login deliveries straight to the dispatch
       await issue(outbox, 5);
       await receiver.waitFor(() => receiver.received.length === 5);
       await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded'));
-      assert.equal(claims(), 1, 'no claim statement after the start-up one');
+      expect(claims(), 'no claim statement after the start-up one').toBe(1);
     } finally {
       await dispatcher.stop();
       await receiver.close();
@@ -114,7 +113,7 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     try {
       await receiver.waitFor(() => receiver.received.length === 5);
       await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1));
-      assert.ok(claims() >= 3, `5 deliveries through 2 slots take at least 3 claims, made ${claims()}`);
+      expect(claims() >= 3, `5 deliveries through 2 slots take at least 3 claims, made ${claims()}`).toBeTruthy();
     } finally {
       await dispatcher.stop();
       await receiver.close();
@@ -127,8 +126,8 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     outbox.onWake(() => woken++);
     const webhookId = await webhookFor('http://127.0.0.1:9/none');
     await issue(outbox, 1);
-    assert.equal(woken, 1);
-    assert.deepEqual((await deliveries(webhookId)).map((d) => [d.attempts, d.leased]), [[0, false]]);
+    expect(woken).toBe(1);
+    expect((await deliveries(webhookId)).map((d) => [d.attempts, d.leased])).toStrictEqual([[0, false]]);
   });
 
   it('a delivery handed over and lost is claimed again once its lease has run out', async () => {
@@ -136,11 +135,11 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     outbox.onHandOff(60_000, () => {}); // a taker that dies with what it was given
     const webhookId = await webhookFor('http://127.0.0.1:9/none');
     await issue(outbox, 1);
-    assert.deepEqual(await claimDueDeliveries(t.db, 10, 1000), [], 'leased: nobody else may send it');
+    expect(await claimDueDeliveries(t.db, 10, 1000), 'leased: nobody else may send it').toStrictEqual([]);
     await t.db.query("UPDATE webhook_deliveries SET locked_until = now() - interval '1 second' WHERE webhook_id = $1", [webhookId]);
     const [claimed] = await claimDueDeliveries(t.db, 10, 1000);
-    assert.equal(claimed.webhook_id, webhookId);
-    assert.equal(claimed.attempts, 2);
+    expect(claimed.webhook_id).toBe(webhookId);
+    expect(claimed.attempts).toBe(2);
     await t.db.query("UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = $1", [webhookId]);
   });
 
@@ -157,15 +156,15 @@ describe('token issues hand their user.login deliveries straight to the dispatch
       await receiver.waitFor(() => receiver.received.length === 1);
       await first.stop(); // the attempt under way finishes; the other two were only handed over
       const rows = await deliveries(webhookId);
-      assert.deepEqual(rows.map((d) => d.status).sort(), ['pending', 'pending', 'succeeded']);
-      assert.ok(rows.filter((d) => d.status === 'pending').every((d) => d.attempts === 0 && !d.leased), JSON.stringify(rows));
-      assert.equal(receiver.received.length, 1);
+      expect(rows.map((d) => d.status).sort()).toStrictEqual(['pending', 'pending', 'succeeded']);
+      expect(rows.filter((d) => d.status === 'pending').every((d) => d.attempts === 0 && !d.leased), JSON.stringify(rows)).toBeTruthy();
+      expect(receiver.received.length).toBe(1);
 
       const second = startDispatcher({ db: t.db, config, logger, outbox: createOutbox(), pollMs: NEVER });
       try {
         await receiver.waitFor(() => receiver.received.length === 3);
         await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1));
-        assert.equal(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size, 3, 'each delivery sent once');
+        expect(new Set(receiver.received.map((r) => r.headers['x-auth-delivery'])).size, 'each delivery sent once').toBe(3);
       } finally {
         await second.stop();
       }

@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -15,7 +14,7 @@ describe('two service instances on one database', () => {
   let a: TestApp;
   let b: TestApp;
   let receiver: Receiver;
-  before(async () => {
+  beforeAll(async () => {
     database = await createTestDatabase();
     const env = { TOKEN_TTL_SECONDS: '5', TOKEN_SWEEP_INTERVAL_MS: '100', WEBHOOK_BACKOFF_MS: '50' };
     a = await startTestApp(env, { db: database.db });
@@ -30,7 +29,7 @@ describe('two service instances on one database', () => {
     });
     await registerWebhook(a, await adminHeaders(a), { url: receiver.url, events: [...EVENT_TYPES], secret: SECRET });
   });
-  after(async () => {
+  afterAll(async () => {
     await receiver.close();
     await a.stop();
     await b.stop();
@@ -45,7 +44,7 @@ describe('two service instances on one database', () => {
     // Events written through both instances at once...
     const issued = await Promise.all(Array.from({ length: 30 }, (_, i) =>
       (i % 2 ? a : b).http.post('/api/sso/token', { ...creds, username: users[i % users.length].username })));
-    for (const r of issued) assert.equal(r.status, 200, r.text);
+    for (const r of issued) expect(r.status, r.text).toBe(200);
     // ...and a burst nobody wakes a dispatcher for: both instances' poll loops race to claim it.
     const burst = Array.from({ length: 60 }, (_, i) => ({ client_id: `burst-${i}`, client_name: `Burst ${i}` }));
     await database.db.transaction((tx) => a.services.deps.outbox.enqueueMany(tx, 'client.registered', burst));
@@ -67,19 +66,19 @@ describe('two service instances on one database', () => {
     }
     const rows = await database.db.query<{ id: string; attempts: number }>('SELECT id, attempts FROM webhook_deliveries');
     for (const row of rows.rows) {
-      assert.equal(attemptsPerDelivery.get(row.id), row.attempts, `delivery ${row.id}: each attempt sent once`);
-      assert.equal(row.attempts, failsFirst(row.id) ? 2 : 1, `delivery ${row.id}`);
+      expect(attemptsPerDelivery.get(row.id), `delivery ${row.id}: each attempt sent once`).toBe(row.attempts);
+      expect(row.attempts, `delivery ${row.id}`).toBe(failsFirst(row.id) ? 2 : 1);
     }
-    assert.equal(attemptsPerDelivery.size, expected, 'no unknown deliveries arrived');
+    expect(attemptsPerDelivery.size, 'no unknown deliveries arrived').toBe(expected);
 
-    assert.equal(new Set(receiver.of('user.login').map((r) => r.headers['x-auth-delivery'])).size, 30);
+    expect(new Set(receiver.of('user.login').map((r) => r.headers['x-auth-delivery'])).size).toBe(30);
     const bursts = new Set(receiver.of('client.registered').map((r) => r.body.data.client_id));
-    assert.equal(bursts.size, 61);
+    expect(bursts.size).toBe(61);
 
     const expiredIds = receiver.of('token.expired').map((r) => r.body.data.token_id as string);
-    assert.equal(new Set(expiredIds).size, 30, 'one token.expired per token');
-    assert.deepEqual([...new Set(expiredIds)].sort(), [...jtis].sort());
+    expect(new Set(expiredIds).size, 'one token.expired per token').toBe(30);
+    expect([...new Set(expiredIds)].sort()).toStrictEqual([...jtis].sort());
     const marked = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sso_tokens WHERE expiry_notified_at IS NOT NULL');
-    assert.equal(marked.rows[0].n, 30);
+    expect(marked.rows[0].n).toBe(30);
   });
 });

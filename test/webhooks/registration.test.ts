@@ -1,5 +1,4 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser, TEST_PASSWORD } from '../helpers/factories.ts';
 import { adminHeaders, eventually, registerWebhook, startReceiver } from './receiver.ts';
@@ -9,44 +8,44 @@ const SECRET = 'registration-secret-0123456789';
 describe('webhook registration API', () => {
   let app: TestApp;
   let admin: Record<string, string>;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp();
     admin = await adminHeaders(app);
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('registers a webhook: 201 with id, url, events, active, created_at and never the secret', async () => {
     const r = await app.http.post('/api/webhooks', { url: 'https://hooks.example.com/in', events: ['user.login', 'user.locked'], secret: SECRET }, { headers: admin });
-    assert.equal(r.status, 201, r.text);
-    assert.deepEqual(Object.keys(r.body).sort(), ['active', 'created_at', 'events', 'id', 'url']);
-    assert.equal(r.body.url, 'https://hooks.example.com/in');
-    assert.deepEqual(r.body.events, ['user.login', 'user.locked']);
-    assert.equal(r.body.active, true);
-    assert.ok(!Number.isNaN(Date.parse(r.body.created_at)));
-    assert.ok(!r.text.includes(SECRET));
+    expect(r.status, r.text).toBe(201);
+    expect(Object.keys(r.body).sort()).toStrictEqual(['active', 'created_at', 'events', 'id', 'url']);
+    expect(r.body.url).toBe('https://hooks.example.com/in');
+    expect(r.body.events).toStrictEqual(['user.login', 'user.locked']);
+    expect(r.body.active).toBe(true);
+    expect(!Number.isNaN(Date.parse(r.body.created_at))).toBeTruthy();
+    expect(!r.text.includes(SECRET)).toBeTruthy();
 
     const list = await app.http.get('/api/webhooks', { headers: admin });
-    assert.equal(list.status, 200);
+    expect(list.status).toBe(200);
     const listed = list.body.find((w: { id: number }) => w.id === r.body.id);
-    assert.equal(listed.url, 'https://hooks.example.com/in');
-    assert.ok(!list.text.includes(SECRET), 'the list never shows secrets');
+    expect(listed.url).toBe('https://hooks.example.com/in');
+    expect(!list.text.includes(SECRET), 'the list never shows secrets').toBeTruthy();
 
     const audit = await app.db.query<{ details: Record<string, unknown> }>(
       `SELECT details FROM audit_log WHERE action = 'webhook.create' AND details->>'webhook_id' = $1`, [String(r.body.id)]);
-    assert.equal(audit.rowCount, 1);
-    assert.ok(!JSON.stringify(audit.rows[0].details).includes(SECRET), 'nor does the audit log');
+    expect(audit.rowCount).toBe(1);
+    expect(!JSON.stringify(audit.rows[0].details).includes(SECRET), 'nor does the audit log').toBeTruthy();
   });
 
   it('deletes a webhook, then answers 404 for it', async () => {
     const id = await registerWebhook(app, admin, { url: 'https://hooks.example.com/del', events: ['user.logout'] });
-    assert.equal((await app.http.delete(`/api/webhooks/${id}`, { headers: admin })).status, 204);
+    expect((await app.http.delete(`/api/webhooks/${id}`, { headers: admin })).status).toBe(204);
     const list = await app.http.get('/api/webhooks', { headers: admin });
-    assert.equal(list.body.some((w: { id: number }) => w.id === id), false);
+    expect(list.body.some((w: { id: number }) => w.id === id)).toBe(false);
     const again = await app.http.delete(`/api/webhooks/${id}`, { headers: admin });
-    assert.equal(again.status, 404);
-    assert.equal(again.body.error, 'webhook_not_found');
-    assert.equal((await app.http.delete('/api/webhooks/not-a-number', { headers: admin })).status, 404);
-    assert.equal((await app.http.get('/api/webhooks/999999/deliveries', { headers: admin })).status, 404);
+    expect(again.status).toBe(404);
+    expect(again.body.error).toBe('webhook_not_found');
+    expect((await app.http.delete('/api/webhooks/not-a-number', { headers: admin })).status).toBe(404);
+    expect((await app.http.get('/api/webhooks/999999/deliveries', { headers: admin })).status).toBe(404);
   });
 
   it('refuses an unknown event, a non-http(s) URL and a short secret with 400', async () => {
@@ -62,12 +61,12 @@ describe('webhook registration API', () => {
     ];
     for (const body of bad) {
       const r = await app.http.post('/api/webhooks', body, { headers: admin });
-      assert.equal(r.status, 400, `${JSON.stringify(body)} -> ${r.text}`);
-      assert.equal(typeof r.body.error, 'string');
-      assert.equal(typeof r.body.message, 'string');
+      expect(r.status, `${JSON.stringify(body)} -> ${r.text}`).toBe(400);
+      expect(typeof r.body.error).toBe('string');
+      expect(typeof r.body.message).toBe('string');
     }
     const ok = await app.http.post('/api/webhooks', { url: 'https://hooks.example.com/a', events: ['user.login'], secret: 'sixteen-chars!!!' }, { headers: admin });
-    assert.equal(ok.status, 201, 'a 16-character secret is enough');
+    expect(ok.status, 'a 16-character secret is enough').toBe(201);
   });
 
   it('answers 401 without a signed-in user and 403 for a non-admin on every webhook route', async () => {
@@ -84,16 +83,16 @@ describe('webhook registration API', () => {
       const call = (headers: Record<string, string>) =>
         method === 'post' ? app.http.post(path, body, { headers }) : method === 'get' ? app.http.get(path, { headers }) : app.http.delete(path, { headers });
       const anonymous = await call({});
-      assert.equal(anonymous.status, 401, `${method} ${path}`);
-      assert.equal(anonymous.body.error, 'unauthenticated');
+      expect(anonymous.status, `${method} ${path}`).toBe(401);
+      expect(anonymous.body.error).toBe('unauthenticated');
       const forbidden = await call(nonAdmin);
-      assert.equal(forbidden.status, 403, `${method} ${path}`);
-      assert.equal(forbidden.body.error, 'forbidden');
+      expect(forbidden.status, `${method} ${path}`).toBe(403);
+      expect(forbidden.body.error).toBe('forbidden');
       const badToken = await call({ authorization: 'Bearer not-a-token' });
-      assert.equal(badToken.status, 401, `${method} ${path}`);
+      expect(badToken.status, `${method} ${path}`).toBe(401);
     }
     const list = await app.http.get('/api/webhooks', { headers: admin });
-    assert.ok(list.body.some((w: { id: number }) => w.id === id), 'the refused DELETE deleted nothing');
+    expect(list.body.some((w: { id: number }) => w.id === id), 'the refused DELETE deleted nothing').toBeTruthy();
   });
 
   it('shows each delivery with its attempts, status codes, errors and times, and redelivers it with the same id', async () => {
@@ -109,43 +108,43 @@ describe('webhook registration API', () => {
         log = await app.http.get(`/api/webhooks/${id}/deliveries`, { headers: admin });
         return log.body[0]?.attempt_log.length === 1;
       });
-      assert.equal(log.status, 200);
-      assert.equal(log.body.length, 1);
+      expect(log.status).toBe(200);
+      expect(log.body.length).toBe(1);
       const [d] = log.body;
-      assert.equal(d.event, 'client.registered');
-      assert.equal(d.status, 'pending');
-      assert.equal(d.attempts, 1);
-      assert.equal(d.last_status_code, 503);
-      assert.equal(d.last_error, 'HTTP 503');
-      assert.ok(Date.parse(d.next_attempt_at) > Date.now(), 'the retry is scheduled in the future');
-      assert.equal(d.attempt_log[0].attempt, 1);
-      assert.equal(d.attempt_log[0].status_code, 503);
-      assert.ok(!Number.isNaN(Date.parse(d.attempt_log[0].at)));
-      assert.equal(typeof d.attempt_log[0].duration_ms, 'number');
-      assert.equal(d.id, receiver.received[0].headers['x-auth-delivery']);
+      expect(d.event).toBe('client.registered');
+      expect(d.status).toBe('pending');
+      expect(d.attempts).toBe(1);
+      expect(d.last_status_code).toBe(503);
+      expect(d.last_error).toBe('HTTP 503');
+      expect(Date.parse(d.next_attempt_at) > Date.now(), 'the retry is scheduled in the future').toBeTruthy();
+      expect(d.attempt_log[0].attempt).toBe(1);
+      expect(d.attempt_log[0].status_code).toBe(503);
+      expect(!Number.isNaN(Date.parse(d.attempt_log[0].at))).toBeTruthy();
+      expect(typeof d.attempt_log[0].duration_ms).toBe('number');
+      expect(d.id).toBe(receiver.received[0].headers['x-auth-delivery']);
 
       const pending = await app.http.post(`/api/webhooks/${id}/deliveries/${d.id}/redeliver`, undefined, { headers: admin });
-      assert.equal(pending.status, 409, 'a delivery still being retried is not redelivered');
-      assert.equal(pending.body.error, 'delivery_pending');
+      expect(pending.status, 'a delivery still being retried is not redelivered').toBe(409);
+      expect(pending.body.error).toBe('delivery_pending');
 
       // let it finish (as failed) quickly, then redeliver it by hand
       await app.db.query(`UPDATE webhook_deliveries SET status = 'failed', completed_at = now() WHERE id = $1`, [d.id]);
       answer = 200;
       const redelivered = await app.http.post(`/api/webhooks/${id}/deliveries/${d.id}/redeliver`, undefined, { headers: admin });
-      assert.equal(redelivered.status, 202, redelivered.text);
+      expect(redelivered.status, redelivered.text).toBe(202);
       await receiver.waitFor(() => receiver.received.length === 2);
-      assert.equal(receiver.received[1].headers['x-auth-delivery'], d.id, 'the same delivery id, for the receiver to deduplicate');
-      assert.equal(receiver.received[1].body.data.client_id, created.client.client_id);
+      expect(receiver.received[1].headers['x-auth-delivery'], 'the same delivery id, for the receiver to deduplicate').toBe(d.id);
+      expect(receiver.received[1].body.data.client_id).toBe(created.client.client_id);
       await eventually(async () => {
         log = await app.http.get(`/api/webhooks/${id}/deliveries`, { headers: admin });
         return log.body[0].status === 'succeeded';
       });
-      assert.equal(log.body[0].last_status_code, 200);
-      assert.ok(log.body[0].completed_at);
+      expect(log.body[0].last_status_code).toBe(200);
+      expect(log.body[0].completed_at).toBeTruthy();
 
       const unknown = await app.http.post(`/api/webhooks/${id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, undefined, { headers: admin });
-      assert.equal(unknown.status, 404);
-      assert.equal((await app.http.post(`/api/webhooks/${id}/deliveries/nope/redeliver`, undefined, { headers: admin })).status, 404);
+      expect(unknown.status).toBe(404);
+      expect((await app.http.post(`/api/webhooks/${id}/deliveries/nope/redeliver`, undefined, { headers: admin })).status).toBe(404);
     } finally {
       await receiver.close();
     }
@@ -155,11 +154,11 @@ describe('webhook registration API', () => {
 describe('webhook SSRF guard in production', () => {
   let app: TestApp;
   let admin: Record<string, string>;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_BACKOFF_MS: '50' });
     admin = await adminHeaders(app);
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('refuses metadata, loopback (in any spelling), private and link-local URLs at registration with 400', async () => {
     for (const url of [
@@ -171,11 +170,11 @@ describe('webhook SSRF guard in production', () => {
       'http://[64:ff9b::127.0.0.1]/', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[4000::1]/',
     ]) {
       const r = await app.http.post('/api/webhooks', { url, events: ['user.login'], secret: SECRET }, { headers: admin });
-      assert.equal(r.status, 400, `${url} -> ${r.text}`);
-      assert.equal(r.body.error, 'url_not_allowed', url);
+      expect(r.status, `${url} -> ${r.text}`).toBe(400);
+      expect(r.body.error, url).toBe('url_not_allowed');
     }
     const list = await app.http.get('/api/webhooks', { headers: admin });
-    assert.deepEqual(list.body, []);
+    expect(list.body).toStrictEqual([]);
   });
 
   it('checks again at delivery time after resolving the name, and sends nothing to a private address', async () => {
@@ -192,12 +191,12 @@ describe('webhook SSRF guard in production', () => {
       }, 10_000, 'the delivery to fail for good');
       const attempts = await app.db.query<{ error: string; status_code: number | null }>(
         'SELECT a.error, a.status_code FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.webhook_id = $1', [rows[0].id]);
-      assert.equal(attempts.rowCount, 4);
+      expect(attempts.rowCount).toBe(4);
       for (const a of attempts.rows) {
-        assert.equal(a.status_code, null);
-        assert.match(a.error, /refused: .*loopback/);
+        expect(a.status_code).toBe(null);
+        expect(a.error).toMatch(/refused: .*loopback/);
       }
-      assert.equal(receiver.received.length, 0, 'nothing reached the loopback receiver');
+      expect(receiver.received.length, 'nothing reached the loopback receiver').toBe(0);
     } finally {
       await receiver.close();
     }
@@ -206,19 +205,19 @@ describe('webhook SSRF guard in production', () => {
 
 describe('webhook routes and the user-management rate limit', () => {
   let app: TestApp;
-  before(async () => {
+  beforeAll(async () => {
     app = await startTestApp({ RATE_LIMIT_USER_PER_MIN: '3' });
   });
-  after(() => app.close());
+  afterAll(() => app.close());
 
   it('limits each administrator to RATE_LIMIT_USER_PER_MIN webhook calls a minute', async () => {
     const admin = await adminHeaders(app);
-    for (let i = 0; i < 3; i++) assert.equal((await app.http.get('/api/webhooks', { headers: admin })).status, 200);
+    for (let i = 0; i < 3; i++) expect((await app.http.get('/api/webhooks', { headers: admin })).status).toBe(200);
     const limited = await app.http.post('/api/webhooks', { url: 'https://hooks.example.com/rl', events: ['user.login'], secret: SECRET }, { headers: admin });
-    assert.equal(limited.status, 429);
-    assert.equal(limited.body.error, 'rate_limited');
-    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toBe('rate_limited');
+    expect(Number(limited.headers['retry-after']) >= 1).toBeTruthy();
     const other = await adminHeaders(app);
-    assert.equal((await app.http.get('/api/webhooks', { headers: other })).status, 200, 'counted per user');
+    expect((await app.http.get('/api/webhooks', { headers: other })).status, 'counted per user').toBe(200);
   });
 });

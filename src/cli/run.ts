@@ -1,0 +1,76 @@
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { ConfigError, loadConfig } from '../config.ts';
+import type { Db } from '../db/db.ts';
+import { migrate } from '../db/migrate.ts';
+import { openDatabase } from '../db/open.ts';
+import { createServices } from '../deps.ts';
+import { AppError } from '../http/errors.ts';
+import { loadSigningKey } from '../sso/keys.ts';
+import { runCommand, USAGE } from './commands.ts';
+
+/** Where the command line writes, and what it reads its configuration from. */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** The environment (configuration keys); process.env for the real command. */
+  env: Record<string, string | undefined>;
+  /** An open database to use instead of opening the configured one (tests in-process). */
+  db?: Db;
+}
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  name: { type: 'string' },
+  'callback-url': { type: 'string' },
+  'allow-ip': { type: 'string', multiple: true },
+  'allow-everything': { type: 'boolean' },
+  id: { type: 'string' },
+  username: { type: 'string' },
+  email: { type: 'string' },
+  password: { type: 'string' },
+  role: { type: 'string' },
+  'full-name': { type: 'string' },
+  inactive: { type: 'boolean' },
+  'base-url': { type: 'string' },
+} as const;
+
+/**
+ * The admin command line as a function: parses `argv`, opens the configured database
+ * (PostgreSQL, or the embedded one — through the running service's socket when it runs,
+ * directly when it does not), runs one command and returns the exit status. With --json,
+ * stdout carries one JSON document and nothing else; errors go to stderr.
+ */
+export async function runAdmin(argv: string[], io: CliIo): Promise<number> {
+  try {
+    return await run(argv, io);
+  } catch (err) {
+    if (err instanceof AppError || err instanceof ConfigError) {
+      io.stderr(`${err.message}\n`);
+      return err instanceof AppError && err.code === 'usage' ? 2 : 1;
+    }
+    const message = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? `${(err as Error).message}\n\n${USAGE}` : `admin: ${(err as Error).message}`;
+    io.stderr(`${message}\n`);
+    return 1;
+  }
+}
+
+async function run(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: OPTIONS });
+  if (values.help || positionals.length === 0) {
+    io.stdout(`${USAGE}\n`);
+    return positionals.length === 0 && !values.help ? 2 : 0;
+  }
+  const config = loadConfig(io.env);
+  const db = io.db ?? (await openDatabase(config, { serve: false }));
+  try {
+    await migrate(db);
+    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKey: await loadSigningKey(config) });
+    const result = await runCommand(services, { words: positionals, options: values });
+    io.stdout(values.json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
+    return 0;
+  } finally {
+    if (!io.db) await db.close();
+  }
+}
