@@ -1,4 +1,4 @@
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
 import { type FlashMessage, flashNext, renderPage } from '../pages/render.ts';

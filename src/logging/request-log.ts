@@ -27,7 +27,7 @@ export function loggableUrl(url: string): string {
   const q = url.indexOf('?');
   if (q === -1) return url;
   const query = url.slice(q + 1);
-  let decoded = query;
+  let decoded: string;
   try {
     decoded = decodeURIComponent(query.replace(/\+/g, ' '));
   } catch {

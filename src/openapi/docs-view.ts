@@ -1,4 +1,37 @@
-type Json = Record<string, any>;
+/** The parts of a JSON Schema the reference page reads. */
+interface SchemaObject {
+  $ref?: string;
+  const?: unknown;
+  enum?: unknown[];
+  anyOf?: SchemaObject[];
+  oneOf?: SchemaObject[];
+  type?: string;
+  items?: SchemaObject;
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  required?: string[];
+  properties?: Record<string, SchemaObject>;
+}
+
+interface MediaObject {
+  schema?: SchemaObject;
+  example?: unknown;
+}
+
+/** The parts of an OpenAPI operation the reference page reads. */
+interface OperationObject {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  parameters?: Array<{ name: string; in: string; required?: boolean; schema?: SchemaObject }>;
+  requestBody?: { content?: Record<string, MediaObject> };
+  responses?: Record<string, { description?: string; content?: Record<string, MediaObject> }>;
+}
 
 /** One field of a request body or one parameter, as the reference page lists it. */
 export interface FieldRow {
@@ -31,7 +64,7 @@ function inlineHtml(text: string): string {
 }
 
 /** A short readable type: `string (1–256)`, `integer ≥ 1`, `one of a, b`, `array of string`. */
-export function typeLabel(s: Json | undefined): string {
+export function typeLabel(s: SchemaObject | undefined): string {
   if (!s || typeof s !== 'object') return 'any';
   if (s.$ref) return String(s.$ref).split('/').pop()!;
   if (s.const !== undefined) return JSON.stringify(s.const);
@@ -47,30 +80,30 @@ export function typeLabel(s: Json | undefined): string {
   return parts.join(' ');
 }
 
-function fields(schema: Json): FieldRow[] {
+function fields(schema: SchemaObject): FieldRow[] {
   const required: string[] = schema.required ?? [];
-  return Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([name, s]) => ({ name, type: typeLabel(s), required: required.includes(name) }));
+  return Object.entries(schema.properties ?? {}).map(([name, s]) => ({ name, type: typeLabel(s), required: required.includes(name) }));
 }
 
 /** Turns the OpenAPI document into what views/docs.ejs renders, grouped by tag. */
-export function docsViewModel(doc: Json): Array<{ tag: string; operations: OperationView[] }> {
+export function docsViewModel(doc: { paths?: unknown }): Array<{ tag: string; operations: OperationView[] }> {
   const groups = new Map<string, OperationView[]>();
-  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
+  for (const [path, methods] of Object.entries((doc.paths ?? {}) as Record<string, Record<string, OperationObject>>)) {
     for (const [method, op] of Object.entries(methods)) {
-      const content = op.requestBody?.content as Record<string, Json> | undefined;
+      const content = op.requestBody?.content;
       const [mediaType, media] = content ? Object.entries(content)[0] : [];
-      const schema = media?.schema as Json | undefined;
+      const schema = media?.schema;
       const view: OperationView = {
         anchor: op.operationId,
         method: method.toUpperCase(),
         path,
         summary: op.summary,
         paragraphs: String(op.description ?? '').split('\n\n').filter(Boolean).map(inlineHtml),
-        parameters: ((op.parameters ?? []) as Json[]).map((p) => ({ name: p.name, in: p.in, type: typeLabel(p.schema), required: Boolean(p.required) })),
+        parameters: (op.parameters ?? []).map((p) => ({ name: p.name, in: p.in, type: typeLabel(p.schema), required: Boolean(p.required) })),
         body: schema && mediaType
           ? { mediaType, variants: (schema.oneOf ?? schema.anyOf ?? [schema]).map(fields), example: media?.example === undefined ? undefined : JSON.stringify(media.example, null, 2) }
           : undefined,
-        responses: Object.entries((op.responses ?? {}) as Record<string, Json>).map(([status, r]) => {
+        responses: Object.entries(op.responses ?? {}).map(([status, r]) => {
           const example = r.content?.['application/json']?.example;
           return { status, descriptionHtml: inlineHtml(String(r.description ?? '')), example: example === undefined ? undefined : JSON.stringify(example, null, 2) };
         }),

@@ -33,7 +33,7 @@ export function demoCallback(deps: { dataDir: string }): RequestHandler {
     }
     const token = one(req.query.token, 8192);
     let status = 200;
-    let result: Record<string, any>;
+    let result: Record<string, unknown>;
     if (!token) {
       status = 400;
       result = { error: 'invalid_token', message: 'The callback URL carries no token' };
@@ -46,7 +46,7 @@ export function demoCallback(deps: { dataDir: string }): RequestHandler {
           signal: AbortSignal.timeout(5000),
           redirect: 'error',
         });
-        result = (await answer.json().catch(() => ({ error: 'invalid_response', message: 'The service did not answer JSON' }))) as Record<string, any>;
+        result = (await answer.json().catch(() => ({ error: 'invalid_response', message: 'The service did not answer JSON' }))) as Record<string, unknown>;
         if (!answer.ok || result.valid !== true) status = 401;
       } catch {
         status = 502;

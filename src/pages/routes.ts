@@ -1,4 +1,4 @@
-import express, { type RequestHandler, Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import type { AuthService } from '../auth/service.ts';
 import type { ClientService } from '../clients/service.ts';
 import type { Db } from '../db/db.ts';

@@ -153,7 +153,7 @@ describe('admin API: the audit log', () => {
     );
     const count = async (format: string) => {
       // counts lines as they arrive: the test itself never holds the whole export either
-      const res = await fetch(`${app.url}/api/admin/audit?action=${action}&format=${format}`, { headers: { cookie: admin.cookie } });
+      const res = await fetch(`${await app.listen()}/api/admin/audit?action=${action}&format=${format}`, { headers: { cookie: admin.cookie } });
       expect(res.status).toBe(200);
       let lines = 0;
       let last = '';

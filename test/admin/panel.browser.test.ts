@@ -8,7 +8,7 @@ import { startReceiver } from '../webhooks/receiver.ts';
 
 /** Signs `user` in through the real sign-in page, starting at an admin page. */
 async function signIn(page: Page, app: TestApp, user: { username: string; password: string }, start = '/admin'): Promise<void> {
-  await page.goto(`${app.url}${start}`);
+  await page.goto(`${await app.listen()}${start}`);
   expect(new URL(page.url()).pathname, 'sent to the sign-in page first').toBe('/login');
   await page.getByLabel('Username').fill(user.username);
   await page.getByLabel('Password').fill(user.password);
@@ -45,7 +45,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
 
   it('creates a client system and shows its secret once, on the page that follows; a reload no longer has it', async () => {
     const user = await makeUser(app);
-    await page.goto(`${app.url}/admin/clients`);
+    await page.goto(`${await app.listen()}/admin/clients`);
     await page.getByLabel('Name').fill('Customer CRM');
     await page.getByLabel('Callback URL').fill('https://crm.example/sso/callback');
     await page.getByLabel('Allowed IP addresses').fill('127.0.0.1\n::1');
@@ -57,7 +57,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const secretField = page.locator('input[data-secret]');
     const secret = await secretField.inputValue();
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: (await app.listen()) });
     await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByRole('button', { name: 'Copied' }).waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText()), 'the copy button copies the secret').toBe(secret);
@@ -71,7 +71,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     expect(await page.locator('input[data-secret]').count(), 'gone after a reload').toBe(0);
     expect(!(await page.content()).includes(secret)).toBeTruthy();
     expect(await page.locator('[data-field="masked-secret"]').innerText()).toBe(`••••••••${secret.slice(-4)}`);
-    await page.goto(`${app.url}/admin/clients`);
+    await page.goto(`${await app.listen()}/admin/clients`);
     expect(!(await page.content()).includes(secret), 'the list shows it masked').toBeTruthy();
     expect(await page.locator(`tr[data-client-id="${clientId}"] .masked`).innerText()).toBe(`••••••••${secret.slice(-4)}`);
     await assertAccessible(page, 'clients');
@@ -82,7 +82,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const user = await makeUser(app);
     const { client, secret: oldSecret } = await app.services.clients.createClient(
       { name: 'Team Wiki', callbackUrl: 'https://wiki.example/cb', allowedIps: ['127.0.0.1'] }, { via: 'cli' });
-    await page.goto(`${app.url}/admin/clients/${client.client_id}`);
+    await page.goto(`${await app.listen()}/admin/clients/${client.client_id}`);
     await page.getByRole('link', { name: 'Regenerate secret…' }).click();
     await page.waitForURL(`**/admin/clients/${client.client_id}/regenerate`);
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toMatch(/Regenerate the secret of Team Wiki\?/);
@@ -104,7 +104,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const { client, secret } = await app.services.clients.createClient(
       { name: 'Payroll', callbackUrl: 'https://payroll.example/cb', allowedIps: ['127.0.0.2'] }, { via: 'cli' });
     expect((await tokenFor(client, secret, user.username, '127.0.0.3')).status).toBe(403);
-    await page.goto(`${app.url}/admin/clients/${client.client_id}`);
+    await page.goto(`${await app.listen()}/admin/clients/${client.client_id}`);
     const ips = page.locator('#edit-ips');
     await ips.fill('127.0.0.3\n300.1.1.1\nnot-an-ip');
     await page.getByRole('button', { name: 'Save changes' }).click();
@@ -147,7 +147,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
   it('registers a webhook with event checkboxes and shows its delivery after a login', async () => {
     const receiver = await startReceiver();
     try {
-      await page.goto(`${app.url}/admin/webhooks`);
+      await page.goto(`${await app.listen()}/admin/webhooks`);
       await page.getByLabel('Receiver URL').fill(receiver.url);
       await page.getByLabel('Signing secret').fill('a-long-signing-secret');
       await page.getByRole('checkbox', { name: /user\.login A user signed in/ }).check();
@@ -179,7 +179,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       await page.waitForURL(/\/admin\/webhooks\/\d+$/);
       await receiver.waitFor(() => receiver.of('user.login').length > before);
 
-      await page.goto(`${app.url}/admin/webhooks`);
+      await page.goto(`${await app.listen()}/admin/webhooks`);
       const card = page.locator('.hook', { hasText: receiver.url });
       expect(await card.locator('[data-field="last-delivery"]').innerText()).toMatch(/user\.login\s+succeeded · 200/);
       await assertAccessible(page, 'webhooks');
@@ -205,7 +205,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const victim = await makeUser(app);
     await app.http.post('/api/auth/login', { login: victim.username, password: 'not the password' }, { localAddress: '127.0.0.2' });
     await app.http.post('/api/auth/login', { login: victim.username, password: victim.password });
-    await page.goto(`${app.url}/admin/audit`);
+    await page.goto(`${await app.listen()}/admin/audit`);
     await page.getByLabel('User', { exact: true }).fill(victim.username);
     await page.getByLabel('Outcome').selectOption('failure');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -216,7 +216,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     expect(await rows.first().innerText()).toMatch(/127\.0\.0\.2/);
     const csvLink = await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href');
     expect(String(csvLink)).toMatch(new RegExp(`user=${victim.username}.*outcome=failure.*format=csv`));
-    const csv = await page.request.get(`${app.url}${csvLink}`);
+    const csv = await page.request.get(`${await app.listen()}${csvLink}`);
     expect(csv.status()).toBe(200);
     expect((await csv.text()).trim().split('\r\n').length, 'the export holds the filtered rows').toBe(2);
     expect(String(await page.getByRole('link', { name: 'Export NDJSON' }).getAttribute('href'))).toMatch(/format=ndjson/);
@@ -234,7 +234,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const other = await makeUser(app, { fullName: 'Linus Linked' });
     const { client } = await app.services.clients.createClient({ name: 'Ticketing', callbackUrl: 'https://tickets.example/cb', allowedIps: [] }, { via: 'cli' });
     await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username) VALUES ($1, $2, $3)', [other.id, client.client_id, 'linus.t']);
-    await page.goto(`${app.url}/admin/users`);
+    await page.goto(`${await app.listen()}/admin/users`);
     await page.getByLabel('Search users').fill('Linus Linked');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.waitForURL(/q=Linus/);
@@ -255,7 +255,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     expect(await page.locator('[data-field="active"]').innerText()).toBe('Inactive');
 
     const name = unique('newbie');
-    await page.goto(`${app.url}/admin/users/new`);
+    await page.goto(`${await app.listen()}/admin/users/new`);
     await saveScreenshot(page, 'admin-user-new');
     await page.getByLabel('Username').fill(name);
     await page.getByLabel('Full name').fill('New Person');
@@ -275,7 +275,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
   });
 
   it('shows the overview with the counts', async () => {
-    await page.goto(`${app.url}/admin`);
+    await page.goto(`${await app.listen()}/admin`);
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('Overview');
     expect(Number(await page.locator('[data-stat="users"]').innerText()) >= 3).toBeTruthy();
     expect(Number(await page.locator('[data-stat="tokens_issued_today"]').innerText()) >= 1).toBeTruthy();
@@ -293,10 +293,10 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await signIn(dark, app, admin);
     const { client } = await app.services.clients.createClient({ name: 'Dark Mode CRM', callbackUrl: 'https://dark.example/cb', allowedIps: ['127.0.0.1'] }, { via: 'cli' });
     for (const [path, name] of [['/admin', 'overview'], ['/admin/clients', 'clients'], [`/admin/clients/${client.client_id}`, 'client'], ['/admin/users', 'users'], ['/admin/webhooks', 'webhooks'], ['/admin/audit', 'audit']]) {
-      await dark.goto(`${app.url}${path}`);
+      await dark.goto(`${await app.listen()}${path}`);
       await assertAccessible(dark, `${name} (dark)`);
     }
-    await dark.goto(`${app.url}/admin/clients/${client.client_id}/regenerate`);
+    await dark.goto(`${await app.listen()}/admin/clients/${client.client_id}/regenerate`);
     await dark.getByRole('button', { name: 'Yes, regenerate the secret' }).click();
     await dark.waitForURL(`**/admin/clients/${client.client_id}`);
     await assertAccessible(dark, 'secret shown (dark)');
@@ -307,15 +307,15 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const member = await makeUser(app);
     const memberPage = await (await newContext(browser)).newPage();
     await signIn(memberPage, app, member, '/dashboard');
-    await memberPage.waitForURL(`${app.url}/dashboard`);
+    await memberPage.waitForURL(`${await app.listen()}/dashboard`);
     expect(await memberPage.getByRole('link', { name: 'Administration' }).count()).toBe(0);
     const webhook = await app.db.query<{ id: number }>('INSERT INTO webhooks (url, events, secret) VALUES ($1, $2, $3) RETURNING id', ['http://127.0.0.1:9/x', ['user.login'], 'sixteen-chars-secret']);
     for (const path of ['/admin', '/admin/clients', '/admin/clients/x', '/admin/users', '/admin/users/new', `/admin/users/${admin.id}`, '/admin/webhooks', `/admin/webhooks/${webhook.rows[0].id}`, '/admin/audit']) {
-      const answer = await memberPage.goto(`${app.url}${path}`);
+      const answer = await memberPage.goto(`${await app.listen()}${path}`);
       expect(answer?.status(), path).toBe(403);
       expect(await memberPage.getByRole('heading', { level: 1 }).innerText(), path).toBe('Not allowed');
     }
-    const api = await memberPage.request.get(`${app.url}/api/admin/audit?format=csv`);
+    const api = await memberPage.request.get(`${await app.listen()}/api/admin/audit?format=csv`);
     expect(api.status()).toBe(403);
     await saveScreenshot(memberPage, 'admin-refused');
   });

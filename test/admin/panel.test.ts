@@ -5,7 +5,7 @@ import { formSession, hiddenField } from '../pages/form-session.ts';
 
 /** Signs a form session in at /login as `user`. */
 async function signInPage(app: TestApp, user: { username: string; password: string }) {
-  const s = formSession(app.url);
+  const s = formSession(app.app);
   const page = await s.get('/login');
   const res = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
   expect(res.status).toBe(303);
@@ -42,7 +42,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('sends a visitor who is not signed in to the sign-in page, which comes back to the admin page', async () => {
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     for (const path of pages()) {
       const res = await s.get(path);
       expect(res.status, path).toBe(303);

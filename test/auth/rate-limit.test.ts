@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, unique, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { request, type HttpResponse } from '../helpers/http.ts';
+import { type HttpResponse, send } from '../helpers/http.ts';
 
 const LIMITS = { RATE_LIMIT_LOGIN_PER_MIN: '10', RATE_LIMIT_VALIDATE_PER_MIN: '100', RATE_LIMIT_USER_PER_MIN: '5' };
 
@@ -24,7 +24,7 @@ describe('rate limits', () => {
   afterAll(() => app.close());
 
   const loginFrom = (localAddress: string, body: Record<string, unknown>, headers: Record<string, string> = {}, path = '/api/auth/login') =>
-    request(app.url + path, { method: 'POST', body, localAddress, headers });
+    send(app.app, path, { method: 'POST', body, localAddress, headers });
 
   it('answers the 11th login in a minute from one IP with 429 and retry_after; another IP has its own counter', async () => {
     const user = await makeUser(app);

@@ -20,7 +20,7 @@ describe.skipIf(!onPostgres && 'needs a second connection to hold a lock (Postgr
 
   it('sends the 303 only once the session holding the new secret is saved', async () => {
     const admin = await makeUser(app, { role: 'admin' });
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     const login = await s.get('/login');
     expect((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: admin.username, password: admin.password })).status).toBe(303);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
@@ -31,9 +31,10 @@ describe.skipIf(!onPostgres && 'needs a second connection to hold a lock (Postgr
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE sessions IN EXCLUSIVE MODE'); // session writes wait; reads go on
     let headersAt = 0;
+    const base = await app.listen();
     const answer = new Promise<http.IncomingMessage>((resolve, reject) => {
       const body = new URLSearchParams({ _csrf: csrf, client_name: 'Race', callback_url: 'https://race.example/cb', allowed_ips: '127.0.0.1' }).toString();
-      const req = http.request(`${app.url}/admin/clients`, {
+      const req = http.request(`${base}/admin/clients`, {
         method: 'POST',
         headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(Buffer.byteLength(body)), accept: 'text/html' },
       }, (res) => {

@@ -1,55 +1,41 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../src/cli/run.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/open.ts';
+import { createInstance } from '../../src/service.ts';
 import { startTestApp, TEST_ENV, type TestApp, unique } from '../helpers/app.ts';
+import { admin } from '../helpers/cli.ts';
 import { onPostgres } from '../helpers/db.ts';
-import { makeUser } from '../helpers/factories.ts';
 import { client as httpClient } from '../helpers/http.ts';
 import { runCli, startServerProcess } from '../helpers/processes.ts';
 
-/**
- * The command line against a running service: on PostgreSQL through DATABASE_URL, on the
- * embedded database through the service's socket in DATA_DIR.
- */
+/** The admin commands, run in-process on the database of a running service (both databases). */
 describe('admin command line with the service running', () => {
-  let env: Record<string, string | undefined>;
-  let baseUrl: string;
-  let stop: () => Promise<unknown>;
-  let app: TestApp | undefined;
-
+  let app: TestApp;
   beforeAll(async () => {
-    if (onPostgres) {
-      app = await startTestApp();
-      env = { DATABASE_URL: app.databaseUrl, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4' };
-      baseUrl = app.url;
-      stop = () => app!.close();
-    } else {
-      const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-cli-'));
-      env = { DATABASE_URL: '', DATA_DIR: dataDir, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
-      const server = await startServerProcess(env);
-      baseUrl = server.url;
-      stop = server.stop;
-    }
+    app = await startTestApp();
   });
-  afterAll(() => stop());
+  afterAll(() => app.close());
 
   it('creates a client whose secret works at once, and lists it masked', async () => {
-    const created = await runCli(['client', 'create', '--name', 'Shop', '--callback-url', 'https://shop.example/cb', '--allow-ip', '127.0.0.1', '--allow-ip', '10.0.0.0/8', '--json'], env);
+    const created = await admin(app, ['client', 'create', '--name', 'Shop', '--callback-url', 'https://shop.example/cb', '--allow-ip', '127.0.0.1', '--allow-ip', '10.0.0.0/8', '--json']);
     expect(created.code, created.stderr).toBe(0);
     const client = JSON.parse(created.stdout);
     expect(Object.keys(client).sort()).toStrictEqual(['allowed_ips', 'callback_url', 'client_id', 'client_name', 'client_secret']);
     expect(client.allowed_ips).toStrictEqual(['127.0.0.1', '10.0.0.0/8']);
     expect(client.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
-    const user = await runCli(['user', 'create', '--username', unique('Bob'), '--email', 'bob@example.com', '--password', 'a long password', '--json'], env);
+    const user = await admin(app, ['user', 'create', '--username', unique('Bob'), '--email', 'bob@example.com', '--password', 'a long password', '--json']);
     expect(user.code, user.stderr).toBe(0);
     const { username } = JSON.parse(user.stdout);
-    const http = httpClient(baseUrl);
-    const issued = await http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username });
+    const issued = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username });
     expect(issued.status, issued.text).toBe(200);
 
-    const listed = await runCli(['client', 'list', '--json'], env);
+    const listed = await admin(app, ['client', 'list', '--json']);
     expect(listed.code, listed.stderr).toBe(0);
     const row = JSON.parse(listed.stdout).find((c: { client_id: string }) => c.client_id === client.client_id);
     expect(row.client_secret).toBe(`••••••••${client.client_secret.slice(-4)}`);
@@ -57,112 +43,135 @@ describe('admin command line with the service running', () => {
   });
 
   it('rotates a secret: the old one gets 401, the new one works', async () => {
-    const created = JSON.parse((await runCli(['client', 'create', '--name', 'Rotating', '--callback-url', 'https://r.example/cb', '--allow-ip', '127.0.0.1', '--json'], env)).stdout);
-    const username = JSON.parse((await runCli(['user', 'create', '--username', unique('carol'), '--email', 'c@example.com', '--password', 'a long password', '--json'], env)).stdout).username;
-    const rotated = await runCli(['client', 'rotate-secret', created.client_id, '--json'], env);
+    const created = JSON.parse((await admin(app, ['client', 'create', '--name', 'Rotating', '--callback-url', 'https://r.example/cb', '--allow-ip', '127.0.0.1', '--json'])).stdout);
+    const username = JSON.parse((await admin(app, ['user', 'create', '--username', unique('carol'), '--email', 'c@example.com', '--password', 'a long password', '--json'])).stdout).username;
+    const rotated = await admin(app, ['client', 'rotate-secret', created.client_id, '--json']);
     expect(rotated.code, rotated.stderr).toBe(0);
     const { client_secret: fresh } = JSON.parse(rotated.stdout);
     expect(fresh).not.toBe(created.client_secret);
-    const http = httpClient(baseUrl);
-    const old = await http.post('/api/sso/token', { client_id: created.client_id, client_secret: created.client_secret, username });
+    const old = await app.http.post('/api/sso/token', { client_id: created.client_id, client_secret: created.client_secret, username });
     expect(old.status).toBe(401);
-    const now = await http.post('/api/sso/token', { client_id: created.client_id, client_secret: fresh, username });
+    const now = await app.http.post('/api/sso/token', { client_id: created.client_id, client_secret: fresh, username });
     expect(now.status).toBe(200);
   });
 
   it('refuses a malformed allow-list entry with a message naming it and a non-zero exit', async () => {
-    const created = JSON.parse((await runCli(['client', 'create', '--name', 'Ips', '--callback-url', 'https://i.example/cb', '--json'], env)).stdout);
-    const bad = await runCli(['client', 'set-ips', created.client_id, '10.0.0.1', '300.1.1.1', '--json'], env);
+    const created = JSON.parse((await admin(app, ['client', 'create', '--name', 'Ips', '--callback-url', 'https://i.example/cb', '--json'])).stdout);
+    const bad = await admin(app, ['client', 'set-ips', created.client_id, '10.0.0.1', '300.1.1.1', '--json']);
     expect(bad.code).not.toBe(0);
     expect(bad.stdout).toBe('');
     expect(bad.stderr).toMatch(/300\.1\.1\.1/);
-    const good = await runCli(['client', 'set-ips', created.client_id, '10.0.0.1', '2001:db8::/32', '--json'], env);
+    const good = await admin(app, ['client', 'set-ips', created.client_id, '10.0.0.1', '2001:db8::/32', '--json']);
     expect(good.code, good.stderr).toBe(0);
     expect(JSON.parse(good.stdout)).toStrictEqual({ client_id: created.client_id, allowed_ips: ['10.0.0.1', '2001:db8::/32'] });
   });
 
   it('deactivates, reactivates and unlocks users', async () => {
-    const username = JSON.parse((await runCli(['user', 'create', '--username', unique('dave'), '--email', 'd@example.com', '--password', 'a long password', '--json'], env)).stdout).username;
-    const off = await runCli(['user', 'set-active', username, 'false', '--json'], env);
+    const username = JSON.parse((await admin(app, ['user', 'create', '--username', unique('dave'), '--email', 'd@example.com', '--password', 'a long password', '--json'])).stdout).username;
+    const off = await admin(app, ['user', 'set-active', username, 'false', '--json']);
     expect(JSON.parse(off.stdout)).toStrictEqual({ username, active: false });
-    const on = await runCli(['user', 'set-active', username, 'true', '--json'], env);
+    const on = await admin(app, ['user', 'set-active', username, 'true', '--json']);
     expect(JSON.parse(on.stdout)).toStrictEqual({ username, active: true });
-    const unlocked = await runCli(['user', 'unlock', username, '--json'], env);
+    const unlocked = await admin(app, ['user', 'unlock', username, '--json']);
     expect(JSON.parse(unlocked.stdout)).toStrictEqual({ username, locked: false });
-    const missing = await runCli(['user', 'set-active', 'nobody-at-all', 'true', '--json'], env);
+    const missing = await admin(app, ['user', 'set-active', 'nobody-at-all', 'true', '--json']);
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/No user/);
+  });
+
+  it('stores the secret only as a hash', async () => {
+    const created = JSON.parse((await admin(app, ['client', 'create', '--name', 'Hash', '--callback-url', 'https://h.example/cb', '--json'])).stdout);
+    const row = (await app.db.query<Record<string, unknown>>('SELECT * FROM clients WHERE client_id = $1', [created.client_id])).rows[0];
+    expect(JSON.stringify(row).includes(created.client_secret), 'the plain secret is not stored').toBe(false);
+    expect(String(row.secret_hash)).toMatch(/^[0-9a-f]{64}$/);
+    expect(row.secret_last4).toBe(created.client_secret.slice(-4));
+  });
+
+  it('answers usage errors on stderr with a non-zero exit', async () => {
+    const r = await admin(app, ['client', 'create', '--json']);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/--name is required/);
+    const unknownOption = await admin(app, ['client', 'list', '--no-such-option']);
+    expect(unknownOption.code).not.toBe(0);
+    expect(unknownOption.stderr).toMatch(/no-such-option/);
+  });
+
+  it('creates the demo client and user on request, and never in production', async () => {
+    const r = await admin(app, ['demo', '--base-url', 'http://127.0.0.1:4555', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const demo = JSON.parse(r.stdout);
+    expect(demo.client_id).toBe('demo');
+    expect(demo.callback_url).toBe('http://127.0.0.1:4555/demo/callback');
+    expect(typeof demo.password).toBe('string');
+    const prod = await admin(app, ['demo', '--json'], { NODE_ENV: 'production', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
+    expect(prod.code).not.toBe(0);
+    expect(prod.stderr).toMatch(/never created in production/);
   });
 });
 
 describe('admin command line without a running service', () => {
-  it.skipIf(onPostgres && 'embedded only')('opens the embedded database directly, and the service then sees the data', async () => {
+  it.skipIf(onPostgres)('opens the embedded database directly, and the service then sees the data', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-cli-'));
-    const env = { DATABASE_URL: '', DATA_DIR: dataDir, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
-    const created = await runCli(['client', 'create', '--name', 'Offline', '--callback-url', 'https://o.example/cb', '--allow-ip', '127.0.0.1', '--json'], env);
+    const env = { ...TEST_ENV, DATABASE_URL: '', DATA_DIR: dataDir };
+    const run = async (args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runAdmin(args, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), env });
+      return { code, stdout, stderr };
+    };
+    const created = await run(['client', 'create', '--name', 'Offline', '--callback-url', 'https://o.example/cb', '--allow-ip', '127.0.0.1', '--json']);
     expect(created.code, created.stderr).toBe(0);
-    const user = await runCli(['user', 'create', '--username', 'erin', '--email', 'e@example.com', '--password', 'a long password', '--json'], env);
+    const user = await run(['user', 'create', '--username', 'erin', '--email', 'e@example.com', '--password', 'a long password', '--json']);
     expect(user.code, user.stderr).toBe(0);
     const { client_id, client_secret } = JSON.parse(created.stdout);
-    const server = await startServerProcess(env);
+
+    // The service opens the same data directory afterwards (the command line let go of it).
+    const config = loadConfig(env);
+    const db = await openDatabase(config, { serve: false });
+    const instance = await createInstance(config, db, pino({ level: 'silent' }));
     try {
-      const issued = await httpClient(server.url).post('/api/sso/token', { client_id, client_secret, username: 'erin' });
+      const issued = await httpClient(instance.app).post('/api/sso/token', { client_id, client_secret, username: 'erin' });
       expect(issued.status, issued.text).toBe(200);
     } finally {
-      await server.stop();
+      await instance.stop();
+      await db.close();
     }
-  });
-
-  it('stores the secret only as a hash', async () => {
-    const app = await startTestApp();
-    try {
-      const env = onPostgres ? { DATABASE_URL: app.databaseUrl } : undefined;
-      if (!env) {
-        // Embedded: exercise the same service code in-process (the child cannot share an in-memory database).
-        const { secret, client } = await app.services.clients.createClient({ name: 'Hash', callbackUrl: 'https://h.example/cb' }, { via: 'cli' });
-        await assertHashedOnly(app, client.client_id, secret);
-        return;
-      }
-      const created = JSON.parse((await runCli(['client', 'create', '--name', 'Hash', '--callback-url', 'https://h.example/cb', '--json'], { ...env, JWT_SECRET: TEST_ENV.JWT_SECRET })).stdout);
-      await assertHashedOnly(app, created.client_id, created.client_secret);
-    } finally {
-      await app.close();
-    }
-  });
-
-  it('answers usage errors on stderr with a non-zero exit', async () => {
-    const r = await runCli(['client', 'create', '--json'], { DATABASE_URL: '', DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'auth-cli-')) });
-    expect(r.code).not.toBe(0);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/--name is required/);
   });
 });
 
-async function assertHashedOnly(app: TestApp, clientId: string, secret: string) {
-  const row = (await app.db.query<Record<string, unknown>>('SELECT * FROM clients WHERE client_id = $1', [clientId])).rows[0];
-  const stored = JSON.stringify(row);
-  expect(stored.includes(secret), 'the plain secret is not stored').toBe(false);
-  expect(String(row.secret_hash)).toMatch(/^[0-9a-f]{64}$/);
-  expect(row.secret_last4).toBe(secret.slice(-4));
-}
-
-describe('admin demo command', () => {
-  it('creates the demo client and user on request, and never in production', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-demo-'));
-    const app = onPostgres ? await startTestApp() : undefined;
+/**
+ * The real command line as a process: its own start-up, configuration from the environment,
+ * and stdout carrying exactly one JSON document. On the embedded database it reaches the
+ * running service's database through the socket in DATA_DIR; on PostgreSQL, DATABASE_URL.
+ */
+describe('admin command line as a process (smoke test)', () => {
+  it('creates a client through the real entry point; the running service honours it at once', async () => {
+    let env: Record<string, string | undefined>;
+    let baseUrl: string;
+    let stop: () => Promise<unknown>;
+    if (onPostgres) {
+      const app = await startTestApp();
+      env = { DATABASE_URL: app.databaseUrl, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
+      baseUrl = await app.listen();
+      stop = () => app.close();
+    } else {
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-cli-'));
+      env = { DATABASE_URL: '', DATA_DIR: dataDir, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
+      const server = await startServerProcess(env);
+      baseUrl = server.url;
+      stop = server.stop;
+    }
     try {
-      const env = { DATABASE_URL: app?.databaseUrl ?? '', DATA_DIR: dataDir, JWT_SECRET: TEST_ENV.JWT_SECRET, BCRYPT_COST: '4', NODE_ENV: 'test' };
-      const r = await runCli(['demo', '--base-url', 'http://127.0.0.1:4555', '--json'], env);
-      expect(r.code, r.stderr).toBe(0);
-      const demo = JSON.parse(r.stdout);
-      expect(demo.client_id).toBe('demo');
-      expect(demo.callback_url).toBe('http://127.0.0.1:4555/demo/callback');
-      expect(typeof demo.password).toBe('string');
-      const prod = await runCli(['demo', '--json'], { ...env, NODE_ENV: 'production', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
-      expect(prod.code).not.toBe(0);
-      expect(prod.stderr).toMatch(/never created in production/);
+      const created = await runCli(['client', 'create', '--name', 'Smoke', '--callback-url', 'https://s.example/cb', '--allow-ip', '127.0.0.1', '--json'], env);
+      expect(created.code, created.stderr).toBe(0);
+      const client = JSON.parse(created.stdout); // the whole of stdout is one JSON document
+      const user = await runCli(['user', 'create', '--username', 'smoke', '--email', 's@example.com', '--password', 'a long password', '--json'], env);
+      expect(user.code, user.stderr).toBe(0);
+      const issued = await httpClient(baseUrl).post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: 'smoke' });
+      expect(issued.status, issued.text).toBe(200);
     } finally {
-      await app?.close();
+      await stop();
     }
   });
 });

@@ -29,6 +29,9 @@ export interface TestApp {
    * that needs a real URL); the same URL on later calls. `close` stops it.
    */
   listen(): Promise<string>;
+  /** Stops this instance (server, workers, limiters) and leaves its database open. */
+  stop(): Promise<void>;
+  /** Stops the instance and drops the database it created. */
   close(): Promise<void>;
 }
 
@@ -64,7 +67,7 @@ export async function startTestApp(
   const instance = await createInstance(config, db, logger);
   let server: http.Server | undefined;
   let url: Promise<string> | undefined;
-  return {
+  const testApp: TestApp = {
     app: instance.app,
     services: instance.services,
     db,
@@ -79,15 +82,20 @@ export async function startTestApp(
       });
       return url;
     },
-    async close() {
+    async stop() {
       if (server) {
         server.closeAllConnections();
         await new Promise((resolve) => server!.close(resolve));
+        server = undefined;
       }
       await instance.stop();
+    },
+    async close() {
+      await testApp.stop();
       await owned?.drop();
     },
   };
+  return testApp;
 }
 
 /** A fresh, migrated database without a running service. */

@@ -51,7 +51,9 @@ function toResponse(status: number, headers: http.IncomingHttpHeaders, raw: Buff
 async function viaSupertest(app: http.RequestListener, path: string, options: RequestOptions): Promise<HttpResponse> {
   const { headers, payload } = encode(options);
   const method = (options.method ?? (payload ? 'POST' : 'GET')).toLowerCase() as 'get';
-  let req = supertest(app)[method](path).redirects(0).ok(() => true).buffer(true)
+  // The payload is already bytes: superagent must not serialize it again (it would turn a
+  // Buffer into JSON), nor guess a content type the test did not give.
+  let req = supertest(app)[method](path).redirects(0).ok(() => true).buffer(true).serialize((data) => data)
     .parse((res, done) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -59,7 +61,7 @@ async function viaSupertest(app: http.RequestListener, path: string, options: Re
     });
   // A fresh agent per request, so the connection's source address is the one asked for.
   if (options.localAddress) req = req.agent(new http.Agent({ localAddress: options.localAddress, keepAlive: false }));
-  for (const [name, value] of Object.entries(headers)) req = req.set(name, value);
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) req = req.set(name, value);
   if (payload) req = req.send(payload);
   const res = await req;
   return toResponse(res.status, res.headers, res.body as Buffer);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { request } from '../helpers/http.ts';
+import { send } from '../helpers/http.ts';
 
 /** Hostile and broken input on the API answers 4xx JSON with DESIGN.md's codes, never a 500. */
 describe('API input hardening', () => {
@@ -10,7 +10,7 @@ describe('API input hardening', () => {
   });
   afterAll(() => app.close());
 
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) => request(app.url + path, { method: 'POST', body, headers });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) => send(app.app, path, { method: 'POST', body, headers });
 
   for (const path of ['/api/sso/token', '/api/sso/validate', '/api/validate-token']) {
     it(`${path}: malformed JSON is 400 invalid_json`, async () => {
@@ -105,13 +105,13 @@ describe('cross-site requests with cookies', () => {
   it('refuses a cookie-carrying POST to the API that a cross-site form could send', async () => {
     // what <form method=post> on another site sends: cookies, no JSON content type
     for (const headers of [{ cookie: 'auth.sid=anything' } as Record<string, string>, { cookie: 'auth.sid=anything', 'content-type': 'application/x-www-form-urlencoded' }, { cookie: 'auth.sid=anything', 'content-type': 'text/plain' }]) {
-      const r = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers });
+      const r = await send(app.app, '/api/auth/logout', { method: 'POST', headers });
       expect(r.status, JSON.stringify(headers)).toBe(415);
       expect(r.body.error).toBe('unsupported_media_type');
     }
-    const sameOrigin = await request(`${app.url}/api/auth/logout`, { method: 'POST', headers: { cookie: 'auth.sid=anything', 'content-type': 'application/json' } });
+    const sameOrigin = await send(app.app, '/api/auth/logout', { method: 'POST', headers: { cookie: 'auth.sid=anything', 'content-type': 'application/json' } });
     expect(sameOrigin.status).toBe(200);
-    const noCookie = await request(`${app.url}/api/auth/logout`, { method: 'POST' });
+    const noCookie = await send(app.app, '/api/auth/logout', { method: 'POST' });
     expect(noCookie.status, 'server-to-server callers without cookies are unaffected').toBe(200);
   });
 });

@@ -77,12 +77,12 @@ describe('structured request logs', () => {
     track(await app.http.get(`/sso/login?client_id=${client.client_id}&return_to=${encodeURIComponent(`https://x.example/?token=${plant('nested')}`)}`));
     track(await app.http.get(`/api/sso/validate?token=${token}`));
     // A login form body, and a malformed JSON body holding a password.
-    track(await request(`${app.url}/sso/login?client_id=${client.client_id}`, {
+    track(await request(`${await app.listen()}/sso/login?client_id=${client.client_id}`, {
       method: 'POST',
       body: `login=${user.username}&password=${plant('formpassword')}&totp=${plant('formtotp')}`,
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `sid=${plant('formcookie')}` },
     }));
-    track(await request(`${app.url}/api/auth/login`, {
+    track(await request(`${await app.listen()}/api/auth/login`, {
       method: 'POST',
       body: `{"login":"x","password":"${plant('malformed')}"`,
       headers: { 'content-type': 'application/json' },

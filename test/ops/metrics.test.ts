@@ -145,7 +145,7 @@ describe('GET /metrics', () => {
       let after = before;
       for (let i = 0; i < 500 && delta(after, 'failed') < 1; i++) {
         await new Promise((r) => setTimeout(r, 20));
-        after = parsePrometheus((await request(`${app.url}/metrics`)).text);
+        after = parsePrometheus((await request(`${await app.listen()}/metrics`)).text);
       }
       expect(delta(after, 'succeeded')).toBe(1);
       expect(delta(after, 'retry'), 'the failing receiver was retried three times').toBe(3);

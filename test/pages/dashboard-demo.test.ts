@@ -8,7 +8,7 @@ import { formSession, hiddenField } from './form-session.ts';
 
 /** Signs a fresh form session in through /login (this service's own sign-in). */
 async function dashboardSession(app: TestApp, login: string, password: string) {
-  const s = formSession(app.url);
+  const s = formSession(app.app);
   const page = await s.get('/login');
   const answer = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login, password });
   expect(answer.status, answer.text).toBe(303);
@@ -24,13 +24,13 @@ describe('dashboard forms (HTTP level)', () => {
   afterAll(() => app.close());
 
   it('sends signed-out visitors to the sign-in page, and only to this service\'s own pages afterwards', async () => {
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     const dashboard = await s.get('/dashboard');
     expect(dashboard.status).toBe(303);
     expect(dashboard.headers.location).toBe('/login');
     const user = await makeUser(app);
     for (const next of ['https://evil.example/', '//evil.example/x', '/\\evil.example', '/dashboard/../../x']) {
-      const fresh = formSession(app.url);
+      const fresh = formSession(app.app);
       const page = await fresh.get(`/login?next=${encodeURIComponent(next)}`);
       expect(page.text).not.toMatch(/evil\.example/);
       const answer = await fresh.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password, next });
@@ -95,21 +95,21 @@ describe('demo seeding', () => {
 
   it('seeds nothing in production, on PostgreSQL, or when a client system exists', async () => {
     const base = { NODE_ENV: 'development' as const, DATA_DIR: app.config.DATA_DIR, DATABASE_URL: undefined };
-    expect(await seedDemoOnFirstStart(app.services, { ...base, NODE_ENV: 'production' }, app.url)).toBe(null);
-    expect(await seedDemoOnFirstStart(app.services, { ...base, DATABASE_URL: 'postgres://db.example/auth' }, app.url)).toBe(null);
+    expect(await seedDemoOnFirstStart(app.services, { ...base, NODE_ENV: 'production' }, (await app.listen()))).toBe(null);
+    expect(await seedDemoOnFirstStart(app.services, { ...base, DATABASE_URL: 'postgres://db.example/auth' }, (await app.listen()))).toBe(null);
     expect((await app.services.clients.listClients()).length, 'nothing was created').toBe(0);
     await makeClient(app);
-    expect(await seedDemoOnFirstStart(app.services, base, app.url)).toBe(null);
+    expect(await seedDemoOnFirstStart(app.services, base, (await app.listen()))).toBe(null);
     expect(await app.services.clients.findClient(DEMO_CLIENT_ID)).toBe(null);
   });
 
   it('creates the demo client and user; the callback page validates the token over HTTP and shows the user', async () => {
-    const demo = await seedDemo(app.services, { baseUrl: app.url, dataDir: app.config.DATA_DIR });
+    const demo = await seedDemo(app.services, { baseUrl: (await app.listen()), dataDir: app.config.DATA_DIR });
     expect(demo.created).toStrictEqual({ client: true, user: true });
-    expect(demo.callback_url).toBe(`${app.url}/demo/callback`);
+    expect(demo.callback_url).toBe(`${await app.listen()}/demo/callback`);
     await access(demoCredentialsPath(app.config.DATA_DIR));
 
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     const page = await s.get(new URL(demo.login_url).pathname + new URL(demo.login_url).search);
     expect(page.text).toMatch(/Demo client system/);
     const answer = await s.post('/sso/login', {
@@ -128,8 +128,8 @@ describe('demo seeding', () => {
   });
 
   it('running it again rotates the demo secret and the password; the old password stops working', async () => {
-    const first = await seedDemo(app.services, { baseUrl: app.url, dataDir: app.config.DATA_DIR });
-    const second = await seedDemo(app.services, { baseUrl: app.url, dataDir: app.config.DATA_DIR });
+    const first = await seedDemo(app.services, { baseUrl: (await app.listen()), dataDir: app.config.DATA_DIR });
+    const second = await seedDemo(app.services, { baseUrl: (await app.listen()), dataDir: app.config.DATA_DIR });
     expect(second.created).toStrictEqual({ client: false, user: false });
     expect(first.password).not.toBe(second.password);
     const old = await app.http.post('/api/auth/login', { login: 'demo', password: first.password });

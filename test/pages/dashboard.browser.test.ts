@@ -33,19 +33,19 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     const user = await makeUser(app, { fullName: 'Grace Hopper' });
     const context = await newContext(browser);
     const page = await context.newPage();
-    await page.goto(`${app.url}/dashboard`);
+    await page.goto(`${await app.listen()}/dashboard`);
     expect(new URL(page.url()).pathname, 'signed-out visitors are sent to sign in').toBe('/login');
     expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/your account dashboard/);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${app.url}/dashboard`);
+    await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Welcome, Grace Hopper');
 
     const card = page.locator(`li[data-client-id="${crm.client_id}"]`);
     await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
     await card.getByRole('button', { name: 'Link' }).click();
-    await page.waitForURL(`${app.url}/dashboard`);
+    await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await page.getByRole('status').innerText()).toMatch(/Linked: you are g\.hopper there/);
     expect(await card.locator('.system__username').textContent()).toBe('g.hopper');
     expect(await card.locator('.badge').textContent()).toBe('Linked');
@@ -70,9 +70,9 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect(claimsOf(visit.token).username, 'the username claim is the linked name').toBe('g.hopper');
     expect(claimsOf(visit.token).client_id).toBe(crm.client_id);
 
-    await page.goto(`${app.url}/dashboard`);
+    await page.goto(`${await app.listen()}/dashboard`);
     await card.getByRole('button', { name: 'Unlink Customer CRM' }).click();
-    await page.waitForURL(`${app.url}/dashboard`);
+    await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await card.locator('.badge').textContent()).toBe('Not linked');
     expect(await card.getByRole('button', { name: /Sign in to/ }).count()).toBe(0);
     const links = await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [user.id]);
@@ -84,23 +84,23 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     const user = await makeUser(app);
     const context = await newContext(browser);
     const page = await context.newPage();
-    await page.goto(`${app.url}/login`);
+    await page.goto(`${await app.listen()}/login`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${app.url}/dashboard`);
+    await page.waitForURL(`${await app.listen()}/dashboard`);
     // a hand-made form for an unlinked system, with a valid CSRF token
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
-    const answer = await page.request.post(`${app.url}/dashboard/sign-in`, { form: { _csrf: csrf, client_id: wiki.client_id }, maxRedirects: 0 });
+    const answer = await page.request.post(`${await app.listen()}/dashboard/sign-in`, { form: { _csrf: csrf, client_id: wiki.client_id }, maxRedirects: 0 });
     expect(answer.status()).toBe(303);
     expect(answer.headers().location).toBe('/dashboard');
-    await page.goto(`${app.url}/dashboard`);
+    await page.goto(`${await app.listen()}/dashboard`);
     expect(await page.getByRole('alert').innerText()).toMatch(/Link that system first/);
     await context.close();
   });
 
   it('walks a newcomer through the demo: sign in, land on /demo/callback, see the user the token names', async () => {
-    const demo = await seedDemo(app.services, { baseUrl: app.url, dataDir: app.config.DATA_DIR });
+    const demo = await seedDemo(app.services, { baseUrl: (await app.listen()), dataDir: app.config.DATA_DIR });
     const context = await newContext(browser);
     const page = await context.newPage();
     await page.goto(demo.login_url);
@@ -108,7 +108,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     await page.getByLabel('Username').fill(demo.username);
     await page.getByLabel('Password').fill(demo.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${app.url}/demo/callback?**`);
+    await page.waitForURL(`${await app.listen()}/demo/callback?**`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed in as demo');
     expect(await page.getByTestId('demo-username').textContent()).toBe('demo');
     await saveScreenshot(page, 'demo-callback');

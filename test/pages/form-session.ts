@@ -1,10 +1,10 @@
-import { request, type HttpResponse } from '../helpers/http.ts';
+import { type HttpResponse, send, type Target } from '../helpers/http.ts';
 
 /**
- * A browser-like HTTP client for page tests that need no real browser: keeps cookies,
+ * A browser-like HTTP client (to the app in-process, or to a server's URL) for page tests that need no real browser: keeps cookies,
  * posts urlencoded forms, never follows redirects (tests look at each answer).
  */
-export function formSession(baseUrl: string) {
+export function formSession(target: Target) {
   const cookies = new Map<string, string>();
   const remember = (res: HttpResponse) => {
     const set = res.headers['set-cookie'] ?? [];
@@ -23,17 +23,23 @@ export function formSession(baseUrl: string) {
     ...(cookies.size ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
     ...extra,
   });
-  const url = (path: string) => (path.startsWith('http') ? path : baseUrl + path);
   return {
     cookies,
-    get: async (path: string, extra?: Record<string, string>) => remember(await request(url(path), { method: 'GET', headers: headers(extra) })),
+    get: async (path: string, extra?: Record<string, string>) => remember(await send(target, relative(path), { method: 'GET', headers: headers(extra) })),
     post: async (path: string, fields: Record<string, string>, extra?: Record<string, string>) =>
-      remember(await request(url(path), {
+      remember(await send(target, relative(path), {
         method: 'POST',
         headers: headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
         body: new URLSearchParams(fields).toString(),
       })),
   };
+}
+
+/** A path, from a path or from a whole URL the app wrote (a redirect's Location). */
+function relative(pathOrUrl: string): string {
+  if (!/^https?:/.test(pathOrUrl)) return pathOrUrl;
+  const u = new URL(pathOrUrl);
+  return u.pathname + u.search;
 }
 
 /** The value of a hidden input in a rendered page (e.g. `_csrf`, `pending_key`). */

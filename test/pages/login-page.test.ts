@@ -11,7 +11,7 @@ const loginPath = (client: Client, extra: Record<string, string> = {}) =>
 
 /** Opens the sign-in page and submits it; returns the session and the answer to the form. */
 async function submitLogin(app: TestApp, client: Client, login: string, password: string, extra: Record<string, string> = {}) {
-  const s = formSession(app.url);
+  const s = formSession(app.app);
   const page = await s.get(loginPath(client, extra.state ? { state: extra.state } : {}));
   expect(page.status, page.text).toBe(200);
   const answer = await s.post('/sso/login', {
@@ -22,7 +22,7 @@ async function submitLogin(app: TestApp, client: Client, login: string, password
 
 function registeredTarget(location: string | undefined): string {
   expect(location, 'a Location header').toBeTruthy();
-  const url = new URL(location);
+  const url = new URL(location!);
   return `${url.origin}${url.pathname}`;
 }
 
@@ -36,7 +36,7 @@ describe('the sign-in page (HTTP level)', () => {
   it('answers a missing, unknown or inactive client_id with a 400 page, never a redirect', async () => {
     const inactive = await makeClient(app);
     await app.services.clients.updateClient(inactive.client_id, { active: false }, { via: 'cli' });
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     for (const path of ['/sso/login', '/sso/login?client_id=', `/sso/login?client_id=${unique('nope')}`, loginPath(inactive),
       '/sso/login?client_id=a&client_id=b', `/sso/login?client_id=${unique('nope')}&redirect_uri=https%3A%2F%2Fevil.example%2F`]) {
       const res = await s.get(path);
@@ -89,7 +89,7 @@ describe('the sign-in page (HTTP level)', () => {
       redirect_uri: 'https://evil.example/steal', redirect_url: 'https://evil.example/steal', callback_url: 'https://evil.example/steal',
       return_to: '//evil.example', next: 'https://evil.example', url: 'https://evil.example',
     };
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     const page = await s.get(loginPath(client, injected));
     expect(page.status).toBe(200);
     expect(page.text).not.toMatch(/evil\.example/);
@@ -106,7 +106,7 @@ describe('the sign-in page (HTTP level)', () => {
   it('refuses the form without its CSRF token, or with a wrong one, and signs nobody in', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     const page = await s.get(loginPath(client));
     const fields = { step: 'password', client_id: client.client_id, login: user.username, password: user.password };
     for (const attempt of [fields, { ...fields, _csrf: 'x'.repeat(64) }, { ...fields, _csrf: '' }]) {
@@ -116,7 +116,7 @@ describe('the sign-in page (HTTP level)', () => {
       expect(res.text).toMatch(/This form has expired/);
     }
     // a token from another session does not help either
-    const stranger = formSession(app.url);
+    const stranger = formSession(app.app);
     const strangerPage = await stranger.get(loginPath(client));
     const crossed = await s.post('/sso/login', { ...fields, _csrf: hiddenField(strangerPage.text, '_csrf') });
     expect(crossed.status).toBe(403);
@@ -187,7 +187,7 @@ describe('the sign-in page (HTTP level)', () => {
 
   it('sends security headers on every page: CSP without inline script, frame-ancestors none, nosniff', async () => {
     const client = await makeClient(app);
-    const s = formSession(app.url);
+    const s = formSession(app.app);
     for (const path of [loginPath(client), '/login', '/sso/login', '/no/such/page', '/sso/logout']) {
       const res = await s.get(path);
       const csp = String(res.headers['content-security-policy']);
@@ -223,7 +223,7 @@ describe('the sign-in page (HTTP level)', () => {
   });
 
   it('shows error pages to browsers and JSON to API callers', async () => {
-    const page = await formSession(app.url).get('/no/such/page');
+    const page = await formSession(app.app).get('/no/such/page');
     expect(page.status).toBe(404);
     expect(page.text).toMatch(/Page not found/);
     const api = await app.http.get('/api/no/such/route');

@@ -94,7 +94,7 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     expect(await page.getByRole('alert').innerText()).toBe('The username or password is incorrect.');
     expect(await page.getByLabel('Username').inputValue()).toBe(user.username);
     expect(await page.getByLabel('Password').inputValue()).toBe('');
-    expect(page.url().startsWith(app.url)).toBeTruthy();
+    expect(page.url().startsWith((await app.listen()))).toBeTruthy();
     await saveScreenshot(page, 'login-wrong-password');
 
     for (let i = 1; i < app.config.LOCKOUT_THRESHOLD; i++) {
@@ -149,9 +149,9 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     const evil = `${wiki.origin}/evil`;
-    const unknown = await page.goto(`${app.url}/sso/login?client_id=${unique('nope')}&redirect_uri=${encodeURIComponent(evil)}`);
+    const unknown = await page.goto(`${await app.listen()}/sso/login?client_id=${unique('nope')}&redirect_uri=${encodeURIComponent(evil)}`);
     expect(unknown?.status()).toBe(400);
-    expect(page.url().startsWith(`${app.url}/sso/login`)).toBeTruthy();
+    expect(page.url().startsWith(`${await app.listen()}/sso/login`)).toBeTruthy();
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('This link does not work');
     await saveScreenshot(page, 'login-unknown-client');
 

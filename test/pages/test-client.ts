@@ -18,8 +18,10 @@ export interface CallbackVisit {
  * does) and shows the user the service names. `visits` records every callback.
  */
 export async function startTestClient(app: TestApp, options: { name?: string } = {}) {
+  const base = await app.listen();
   const visits: CallbackVisit[] = [];
-  let credentials: { client_id: string; client_secret: string } | undefined;
+  // Filled in once the client is registered (its callback URL needs this server's port first).
+  const credentials: { client_id?: string; client_secret?: string } = {};
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (url.pathname !== '/callback') {
@@ -27,7 +29,7 @@ export async function startTestClient(app: TestApp, options: { name?: string } =
       return;
     }
     const token = url.searchParams.get('token');
-    const answer = await fetch(`${app.url}/api/sso/validate`, {
+    const answer = await fetch(`${base}/api/sso/validate`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ token: token ?? '', ...credentials }),
@@ -44,14 +46,14 @@ export async function startTestClient(app: TestApp, options: { name?: string } =
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const client = await makeClient(app, { callbackUrl: `${origin}/callback?app=test`, name: options.name });
-  credentials = { client_id: client.client_id, client_secret: client.client_secret };
+  Object.assign(credentials, { client_id: client.client_id, client_secret: client.client_secret });
   return {
     ...client,
     origin,
     visits,
     /** The service's sign-in URL for this client. */
     loginUrl: (query: Record<string, string> = {}) =>
-      `${app.url}/sso/login?${new URLSearchParams({ client_id: client.client_id, ...query })}`,
+      `${base}/sso/login?${new URLSearchParams({ client_id: client.client_id, ...query })}`,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { thrownBy } from './helpers/expect.ts';
+import { rejectionOf, thrownBy } from '../helpers/expect.ts';
 import * as jose from 'jose';
 // Through the package's own export map, as a client system imports it.
 import { createSsoClient, SsoError, verifyWebhook, WebhookVerificationError, type SsoClient } from 'auth-service/client';
@@ -18,7 +18,7 @@ describe('client SDK against a running service', () => {
 
   const sdkFor = async (extra: { fetch?: typeof fetch } = {}): Promise<{ sso: SsoClient; client: Awaited<ReturnType<typeof makeClient>> }> => {
     const client = await makeClient(app);
-    return { sso: createSsoClient({ baseUrl: `${app.url}/`, clientId: client.client_id, clientSecret: client.client_secret, ...extra }), client };
+    return { sso: createSsoClient({ baseUrl: `${await app.listen()}/`, clientId: client.client_id, clientSecret: client.client_secret, ...extra }), client };
   };
 
   it('issues a token bound to the end user IP and validates it once', async () => {
@@ -35,8 +35,8 @@ describe('client SDK against a running service', () => {
     expect(validated.valid).toBe(true);
     expect(validated.expires_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
 
-    const again = await sso.validateToken(issued.token).catch((e: unknown) => e);
-    expect(again instanceof SsoError).toBeTruthy();
+    const again = await rejectionOf(sso.validateToken(issued.token), SsoError);
+    expect(again).toBeInstanceOf(SsoError);
     expect(again.status).toBe(401);
     expect(again.code).toBe('token_already_used');
     expect(again.isTokenRejection).toBe(true);
@@ -46,21 +46,21 @@ describe('client SDK against a running service', () => {
     const { sso } = await sdkFor();
     const user = await makeUser(app);
     const { token } = await sso.issueToken(user.username, { ipAddress: '198.51.100.7' });
-    const err = await sso.validateToken(token, { ipAddress: '198.51.100.8' }).catch((e: unknown) => e);
-    expect(err instanceof SsoError).toBeTruthy();
+    const err = await rejectionOf(sso.validateToken(token, { ipAddress: '198.51.100.8' }), SsoError);
+    expect(err).toBeInstanceOf(SsoError);
     expect(err.code).toBe('ip_mismatch');
   });
 
   it('raises typed errors for bad credentials and unknown users', async () => {
     const { client } = await sdkFor();
-    const wrong = createSsoClient({ baseUrl: app.url, clientId: client.client_id, clientSecret: 'not-the-secret' });
-    const err = await wrong.issueToken('anyone').catch((e: unknown) => e);
-    expect(err instanceof SsoError).toBeTruthy();
+    const wrong = createSsoClient({ baseUrl: (await app.listen()), clientId: client.client_id, clientSecret: 'not-the-secret' });
+    const err = await rejectionOf(wrong.issueToken('anyone'), SsoError);
+    expect(err).toBeInstanceOf(SsoError);
     expect([err.status, err.code, err.isTokenRejection]).toStrictEqual([401, 'invalid_client', false]);
 
     const { sso } = await sdkFor();
-    const missing = await sso.issueToken('nobody-by-this-name').catch((e: unknown) => e);
-    expect(missing instanceof SsoError).toBeTruthy();
+    const missing = await rejectionOf(sso.issueToken('nobody-by-this-name'), SsoError);
+    expect(missing).toBeInstanceOf(SsoError);
     expect([missing.status, missing.code]).toStrictEqual([404, 'user_not_found']);
   });
 
@@ -72,8 +72,8 @@ describe('client SDK against a running service', () => {
     const result = await sso.logout(current.token);
     expect(result.success).toBe(true);
     expect(result.invalidated_tokens >= 1).toBeTruthy();
-    const err = await sso.validateToken(unused.token).catch((e: unknown) => e);
-    expect(err instanceof SsoError).toBeTruthy();
+    const err = await rejectionOf(sso.validateToken(unused.token), SsoError);
+    expect(err).toBeInstanceOf(SsoError);
     expect(err.code).toBe('token_revoked');
   });
 
@@ -82,8 +82,8 @@ describe('client SDK against a running service', () => {
     const codes: string[] = [];
     for (let i = 0; i < 5; i++) codes.push(await sso.validateToken('x.y.z').then(() => 'ok', (e: SsoError) => e.code));
     expect(codes).toStrictEqual(['invalid_token', 'invalid_token', 'invalid_token', 'invalid_token', 'rate_limited']);
-    const err = await sso.validateToken('x.y.z').catch((e: unknown) => e);
-    expect(err instanceof SsoError).toBeTruthy();
+    const err = await rejectionOf(sso.validateToken('x.y.z'), SsoError);
+    expect(err).toBeInstanceOf(SsoError);
     expect(err.status).toBe(429);
     expect(typeof err.retryAfter === 'number' && err.retryAfter > 0).toBeTruthy();
   });
@@ -93,11 +93,11 @@ describe('client SDK against a running service', () => {
     const { sso } = await sdkFor({ fetch: (input, init) => (seen.push(String(input)), fetch(input, init)) });
     const user = await makeUser(app);
     await sso.issueToken(user.username);
-    expect(seen).toStrictEqual([`${app.url}/api/sso/token`]);
+    expect(seen).toStrictEqual([`${await app.listen()}/api/sso/token`]);
 
     const offline = createSsoClient({ baseUrl: 'http://127.0.0.1:1', clientId: 'c', clientSecret: 's' });
-    const err = await offline.issueToken('x').catch((e: unknown) => e);
-    expect(err instanceof SsoError).toBeTruthy();
+    const err = await rejectionOf(offline.issueToken('x'), SsoError);
+    expect(err).toBeInstanceOf(SsoError);
     expect([err.status, err.code]).toStrictEqual([0, 'network_error']);
   });
 
@@ -119,12 +119,13 @@ describe('client SDK against a running service', () => {
       const client = await makeClient(app);
       for (let i = 0; i < 500 && !got; i++) await new Promise((r) => setTimeout(r, 10));
       expect(got, 'the delivery arrived').toBeTruthy();
-      const event = verifyWebhook<{ client_id: string }>(got.raw, got.headers, secret);
+      const delivery = got!;
+      const event = verifyWebhook<{ client_id: string }>(delivery.raw, delivery.headers, secret);
       expect(event.event).toBe('client.registered');
       expect(event.data.client_id).toBe(client.client_id);
 
-      const tampered = got.raw.replace(client.client_id, 'someone-else');
-      expect(thrownBy(() => verifyWebhook(tampered, got!.headers, secret))).toSatisfy((e: unknown) => e instanceof WebhookVerificationError && e.reason === 'signature_mismatch');
+      const tampered = delivery.raw.replace(client.client_id, 'someone-else');
+      expect(thrownBy(() => verifyWebhook(tampered, delivery.headers, secret))).toSatisfy((e: unknown) => e instanceof WebhookVerificationError && e.reason === 'signature_mismatch');
       const old = JSON.stringify({ event: 'x', timestamp: new Date(Date.now() - 3_600_000).toISOString(), data: {} });
       const oldSig = createHmac('sha256', secret).update(old).digest('hex');
       expect(thrownBy(() => verifyWebhook(old, { 'x-auth-signature': oldSig }, secret))).toSatisfy((e: unknown) => e instanceof WebhookVerificationError && e.reason === 'timestamp_out_of_tolerance');

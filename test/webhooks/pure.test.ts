@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { thrownBy } from './helpers/expect.ts';
+import { thrownBy } from '../helpers/expect.ts';
 import { classifyAddress, isAllowedAddress, parseWebhookUrl, resolveTarget, UrlNotAllowedError } from '../../src/webhooks/address-guard.ts';
 import { hasRetriesLeft, MAX_ATTEMPTS, retryDelayMs } from '../../src/webhooks/backoff.ts';
 import { signDelivery } from '../../src/webhooks/signing.ts';
