@@ -14,6 +14,14 @@ export const PRUNE_BATCH_SIZE = 1000;
 /** Arbitrary constant: the class of the advisory locks of pruning (the second key is the kind). */
 const PRUNE_LOCK_CLASS = 7_240_118;
 
+/**
+ * The advisory lock (both keys of pg_advisory_xact_lock(int, int)) a batch of `table`'s
+ * kind of row takes; another session holding it makes passes leave that kind alone.
+ */
+export function pruneLockOf(table: PrunedTable): [number, number] {
+  return [PRUNE_LOCK_CLASS, kinds(NO_CONFIG).findIndex((k) => k.tables.includes(table))];
+}
+
 /** One kind of row pruned together: its tables, its age limit (null: kept forever), a batch and a count. */
 interface Kind {
   tables: PrunedTable[];
@@ -39,6 +47,8 @@ function kinds(config: PruneConfig): Kind[] {
       batch: (q, a, n, after) => deleteBatch(q, 'sessions', a, n, after), count: (q, a) => countPrunable(q, 'sessions', a) },
   ];
 }
+
+const NO_CONFIG: PruneConfig = { TOKEN_RETENTION: 0, WEBHOOK_RETENTION: 0, AUDIT_RETENTION: 0, LOCKOUT_MINUTES: 0 };
 
 /** The configuration keys a pass reads. */
 export type PruneConfig = Pick<Config, 'TOKEN_RETENTION' | 'WEBHOOK_RETENTION' | 'AUDIT_RETENTION' | 'LOCKOUT_MINUTES'>;
