@@ -50,7 +50,9 @@ const from = (column: string) => `${column} >= coalesce($3::timestamptz, '-infin
  * Deletes up to `limit` rows of a table older than `ageSeconds`, oldest first, from `after`
  * on (the previous batch's newest, so a batch does not walk again over the index entries of
  * rows already deleted). SKIP LOCKED passes over rows another transaction holds (a failed
- * login being counted, another pruner), so the pruner never waits for anyone.
+ * login being counted, another pruner), so the pruner never waits for anyone. The rows are
+ * deleted by `key = ANY (ARRAY(...))`, a primary-key lookup each: written as a join, the
+ * planner may hash the whole table to find a thousand rows.
  */
 export async function deleteBatch(q: Queryable, name: SimpleTargetName, ageSeconds: number, limit: number, after: Date | null): Promise<BatchResult> {
   const t: SimpleTarget = SIMPLE_TARGETS[name];
@@ -61,7 +63,7 @@ export async function deleteBatch(q: Queryable, name: SimpleTargetName, ageSecon
        ORDER BY ${t.time} LIMIT $2
        FOR UPDATE SKIP LOCKED
      ), gone AS (
-       DELETE FROM ${t.table} x USING doomed WHERE x.${t.key} = doomed.k RETURNING x.${t.time} AS at
+       DELETE FROM ${t.table} WHERE ${t.key} = ANY (ARRAY(SELECT k FROM doomed)) RETURNING ${t.time} AS at
      )
      SELECT count(*)::int AS n, max(at) AS last FROM gone`,
     [ageSeconds, limit, after],
@@ -95,9 +97,9 @@ export async function deleteDeliveryBatch(q: Queryable, ageSeconds: number, limi
        ORDER BY completed_at LIMIT $2
        FOR UPDATE SKIP LOCKED
      ), attempts AS (
-       DELETE FROM webhook_attempts a USING doomed WHERE a.delivery_id = doomed.id RETURNING 1
+       DELETE FROM webhook_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING 1
      ), deliveries AS (
-       DELETE FROM webhook_deliveries d USING doomed WHERE d.id = doomed.id RETURNING d.completed_at
+       DELETE FROM webhook_deliveries WHERE id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING completed_at
      )
      SELECT (SELECT count(*) FROM deliveries)::int AS deliveries, (SELECT count(*) FROM attempts)::int AS attempts,
             (SELECT max(completed_at) FROM deliveries) AS last`,
