@@ -11,6 +11,13 @@ import {
 /** Rows per batch: each batch is one short transaction. */
 export const PRUNE_BATCH_SIZE = 1000;
 
+/**
+ * After each full batch a pass rests this many times as long as the batch took: a backlog
+ * (the first pass over years of rows) then takes at most a quarter of one connection, and
+ * of the database's CPU, while the service answers requests.
+ */
+const REST_FACTOR = 3;
+
 /** Arbitrary constant: the class of the advisory locks of pruning (the second key is the kind). */
 const PRUNE_LOCK_CLASS = 7_240_118;
 
@@ -78,9 +85,8 @@ export interface PruneOptions {
  * `batchSize`, each batch its own short transaction. A batch first takes the advisory lock
  * of its kind of row without waiting: when another instance holds it (it is pruning the
  * same rows this moment) this pass leaves that kind to it instead of racing it or queueing
- * behind it. After each full batch the pass rests as long as the batch took, so a backlog
- * of millions of rows takes at most half of one connection while the service runs.
- * A dry run only counts.
+ * behind it. After each full batch the pass rests (REST_FACTOR), so a backlog of millions
+ * of rows never crowds out the requests. A dry run only counts.
  */
 export async function prunePass(db: Db, config: PruneConfig, options: PruneOptions = {}): Promise<PruneReport> {
   const { dryRun = false, batchSize = PRUNE_BATCH_SIZE, signal, metrics } = options;
@@ -114,7 +120,7 @@ export async function prunePass(db: Db, config: PruneConfig, options: PruneOptio
       add(batch.counts);
       if (batch.rows < batchSize) break;
       after = batch.last;
-      await sleep(performance.now() - started, undefined, { signal }).catch(() => {});
+      await sleep(REST_FACTOR * (performance.now() - started), undefined, { signal }).catch(() => {});
     }
   }
   if (!dryRun) metrics?.pruneLastPass.set(Date.now() / 1000);
