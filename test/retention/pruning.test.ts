@@ -60,6 +60,7 @@ describe('pruning past retention', () => {
     expect((await app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log WHERE action = 'retention.prune'")).rows[0].n,
       'a dry run changes nothing, not even the audit log').toBe(audited);
     expect((await prune()).tables, 'the real pass deletes what the dry run counted').toStrictEqual(SEEDED_COUNTS);
+    expect((await admin(app, ['--help'])).stdout).toMatch(/^ {2}prune \[--dry-run\]/m);
   });
 
   it('keeps the audit log with AUDIT_RETENTION=0', async () => {
