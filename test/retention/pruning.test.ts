@@ -163,6 +163,25 @@ describe('pruning past retention', () => {
     expect((await app.db.query("SELECT 1 FROM audit_log WHERE action = 'test.backlog'")).rows.length).toBe(0);
   });
 
+  it('ends a pass between two batches when its instance stops', async () => {
+    await app.db.query(
+      "INSERT INTO audit_log (at, action, outcome) SELECT now() - interval '400 days' - g * interval '1 second', 'test.stopping', 'success' FROM generate_series(1, 30) g");
+    const stopping = new AbortController();
+    let batches = 0;
+    const db = {
+      ...app.db,
+      transaction: <T>(fn: Parameters<typeof app.db.transaction<T>>[0]) => app.db.transaction(async (tx) => {
+        const result = await fn(tx);
+        if ((result as { counts?: { audit_log?: number } } | null)?.counts?.audit_log !== undefined && ++batches === 2) stopping.abort();
+        return result;
+      }),
+    };
+    const report = await prunePass(db, app.config, { batchSize: 5, signal: stopping.signal });
+    expect(report.counts.audit_log, 'the batch under way when it stopped is finished, no further one').toBe(10);
+    expect((await app.db.query("SELECT 1 FROM audit_log WHERE action = 'test.stopping'")).rows.length).toBe(20);
+    expect((await prunePass(app.db, app.config)).counts.audit_log, 'the next pass takes the rest').toBe(20);
+  });
+
   it('lets passes run at once without deleting any row twice', async () => {
     await app.db.query(
       "INSERT INTO audit_log (at, action, outcome) SELECT now() - interval '400 days' - g * interval '1 second', 'test.concurrent', 'success' FROM generate_series(1, 120) g");
