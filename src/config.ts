@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
+import { durationKey } from './config/duration.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -80,6 +81,19 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   /** How often expired, unused SSO tokens are swept (token.expired events). */
   TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
+  /**
+   * Durations below are written `30s`, `15m`, `24h` or `30d` and held in milliseconds;
+   * `0` keeps forever (a retention) or turns the background pass off (PRUNE_INTERVAL).
+   * SSO token rows are deleted this long after they expired (used, invalidated, or expired
+   * unused with its token.expired event written).
+   */
+  TOKEN_RETENTION: durationKey('24h'),
+  /** Finished webhook deliveries (succeeded or failed) and their attempts are deleted this long after completion; pending ones never. */
+  WEBHOOK_RETENTION: durationKey('30d'),
+  /** Audit entries are deleted this long after they were written; `0` keeps the audit log forever. */
+  AUDIT_RETENTION: durationKey('365d'),
+  /** How often each instance prunes in the background (expired sessions and idle failed-login counters too). */
+  PRUNE_INTERVAL: durationKey('5m', { minMs: 1000 }),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

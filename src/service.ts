@@ -10,6 +10,7 @@ import { createServices, type Services } from './deps.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createMetrics } from './metrics/metrics.ts';
+import { startPruner } from './retention/pruner.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKey } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
@@ -39,7 +40,7 @@ export interface ServiceInstance {
 
 /**
  * Builds one instance on an open database: migrations, signing key, services, the Express
- * app and the background workers (webhook dispatcher, token.expired sweep). It does not
+ * app and the background workers (webhook dispatcher, token.expired sweep, pruner). It does not
  * listen: `startService` does, and the tests drive `app` in-process.
  */
 export async function createInstance(config: Config, db: Db, logger: Logger): Promise<ServiceInstance> {
@@ -67,6 +68,8 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
     })
     : startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
   workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
+  // Retention: rows past it are deleted every PRUNE_INTERVAL, in batches (retention/pruner.ts).
+  workers.push(startPruner({ db, config, logger, metrics: services.deps.metrics }));
   return {
     app,
     services,

@@ -3,6 +3,8 @@ import { AppError } from '../http/errors.ts';
 import { toPublicClient } from '../clients/service.ts';
 import type { UserRecord } from '../users/queries.ts';
 import { demoBanner, seedDemo } from '../demo/seed.ts';
+import type { PruneReport } from '../retention/pruner.ts';
+import { pruneNow } from '../retention/service.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -27,7 +29,10 @@ export const USAGE = `Usage: npm run admin -- <command> [--json]
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
   user set-active USERNAME true|false
   user unlock USERNAME
-  demo [--base-url URL]      create (or refresh) the demo client and user; not in production`;
+  demo [--base-url URL]      create (or refresh) the demo client and user; not in production
+  prune [--dry-run]          delete now what is past retention (TOKEN_RETENTION, WEBHOOK_RETENTION,
+                             AUDIT_RETENTION), expired sessions and idle failed-login counters;
+                             --dry-run only counts`;
 
 function required(args: ParsedArgs, name: string): string {
   const v = args.options[name];
@@ -125,9 +130,27 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const result = await seedDemo(services, { baseUrl, dataDir: config.DATA_DIR });
       return { json: result, text: demoBanner(result) };
     }
+    case 'prune': {
+      const report = await pruneNow(services.deps, { dryRun: args.options['dry-run'] === true, actor: ACTOR });
+      return {
+        json: { dry_run: report.dryRun, tables: report.counts, kept_forever: report.keptForever, left_to_other_instance: report.leftToOthers },
+        text: pruneText(report),
+      };
+    }
     default:
       throw new AppError(400, 'usage', key ? `Unknown command: ${key}\n\n${USAGE}` : USAGE);
   }
+}
+
+/** The prune report as a table for people. */
+function pruneText(report: PruneReport): string {
+  const lines = [report.dryRun ? 'Dry run: nothing deleted. A pass now would delete:' : 'Deleted:'];
+  for (const [table, n] of Object.entries(report.counts) as Array<[keyof PruneReport['counts'], number]>) {
+    const note = report.keptForever.includes(table) ? '  (retention 0: kept forever)'
+      : report.leftToOthers.includes(table) ? '  (another instance was pruning it: left to that one)' : '';
+    lines.push(`  ${table.padEnd(20)}${String(n).padStart(10)}${note}`);
+  }
+  return lines.join('\n');
 }
 
 function usage(line: string): never {

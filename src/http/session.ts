@@ -18,18 +18,14 @@ declare module 'express-session' {
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'auth.sid';
 
-/** How often (at most) one process deletes expired sessions while writing one. */
-const PRUNE_INTERVAL_MS = 10 * 60_000;
-
 /**
  * express-session store on the `sessions` table, through the Db interface, so it works on
  * PostgreSQL and on the embedded database and every instance sees every session.
  * No `touch`: sessions do not roll (the cookie keeps the expiry it got at sign-in), so the
  * row's expiry never needs moving, and a signed-in request costs one read, no write.
+ * Expired rows are deleted by the pruner (retention/pruner.ts), in batches, every PRUNE_INTERVAL.
  */
 export class DbSessionStore extends Store {
-  private lastPrune = 0;
-
   constructor(
     private readonly db: Db,
     private readonly ttlSeconds: number,
@@ -58,21 +54,11 @@ export class DbSessionStore extends Store {
          ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
         [sid, JSON.stringify(sess), this.expiry(sess)],
       )
-      .then(() => {
-        this.pruneSometimes();
-        callback?.();
-      }, (err) => callback?.(err));
+      .then(() => callback?.(), (err) => callback?.(err));
   }
 
   override destroy(sid: string, callback?: (err?: unknown) => void): void {
     this.db.query('DELETE FROM sessions WHERE sid = $1', [sid]).then(() => callback?.(), (err) => callback?.(err));
-  }
-
-  /** Expired rows are never read (get filters them); delete them now and then so the table stays small. */
-  private pruneSometimes(): void {
-    if (Date.now() - this.lastPrune < PRUNE_INTERVAL_MS) return;
-    this.lastPrune = Date.now();
-    this.db.query('DELETE FROM sessions WHERE expire <= now()').catch(() => {});
   }
 }
 

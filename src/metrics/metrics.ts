@@ -26,6 +26,10 @@ export interface Metrics {
   rateLimited: Counter<'limiter'>;
   /** Webhook delivery attempts, by outcome (succeeded, retry, failed). */
   webhookDeliveries: Counter<'outcome'>;
+  /** Rows deleted by the pruner (retention), by table. */
+  prunedRows: Counter<'table'>;
+  /** When this instance's last pruning pass ended (Unix seconds; 0 before the first). */
+  pruneLastPass: Gauge;
 }
 
 /**
@@ -84,5 +88,7 @@ export function createMetrics(options: { db?: Db; processMetrics?: boolean } = {
     lockouts: new Counter({ name: 'auth_lockouts_total', help: 'Accounts locked after repeated failed logins', registers }),
     rateLimited: new Counter({ name: 'auth_rate_limited_total', help: 'Requests refused by a rate limit, by limiter', labelNames: ['limiter'], registers }),
     webhookDeliveries: new Counter({ name: 'auth_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers }),
+    prunedRows: new Counter({ name: 'auth_pruned_rows_total', help: 'Rows deleted past their retention, by table', labelNames: ['table'], registers }),
+    pruneLastPass: new Gauge({ name: 'auth_prune_last_pass_timestamp_seconds', help: 'When the last pruning pass of this instance ended (Unix time)', registers }),
   };
 }

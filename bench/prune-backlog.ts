@@ -1,0 +1,143 @@
+/**
+ * npm run bench:prune: token validation under load (autocannon, BENCH_CONNECTIONS connections)
+ * on the real PostgreSQL, first with nothing to prune, then while the service prunes a backlog
+ * of BENCH_PRUNE_ROWS (default 1,000,000) rows past retention, in one run. Prints the p99 of
+ * both phases and their ratio (the target: the backlog costs validation at most 20% of p99).
+ *
+ * The backlog is spread over every pruned table the way the load leaves it (audit entries,
+ * used tokens, finished deliveries with an attempt each, failed-login counters, sessions) and
+ * written straight into the database; the service prunes every second (PRUNE_INTERVAL=1s), and
+ * the second phase starts once its metrics show the pass under way.
+ *
+ * BENCH_PRUNE_ROWS (rows of backlog), BENCH_SECONDS (token issue runs twice that long and
+ * feeds both phases), BENCH_CONNECTIONS. DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+ * names the server; the benchmark creates and drops its own database there.
+ */
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson, startProcess, stopProcess } from './support.ts';
+
+const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 1_000_000);
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
+/** Rows per INSERT while the backlog is written. */
+const CHUNK = 50_000;
+
+interface Figures {
+  phase: string;
+  requests: number;
+  'req/s': number;
+  p50_ms: number;
+  p99_ms: number;
+  non2xx: number;
+}
+
+/** Shares of the backlog per table (deliveries come with one attempt each: twice the rows). */
+const SHARES = { audit_log: 0.4, sso_tokens: 0.2, webhook_deliveries: 0.15, login_attempts: 0.05, sessions: 0.05 };
+
+/** Writes `rows` rows past the default retentions, in chunks; returns how many per table. */
+async function writeBacklog(db: pg.Client, rows: number, userId: number, clientId: string): Promise<Record<string, number>> {
+  const n = Object.fromEntries(Object.entries(SHARES).map(([t, share]) => [t, Math.round(rows * share)])) as Record<keyof typeof SHARES, number>;
+  const hook = await db.query<{ id: number }>(
+    "INSERT INTO webhooks (url, events, secret, active) VALUES ('http://127.0.0.1:9/none', '{user.2fa_enabled}', 'backlog', false) RETURNING id");
+  const chunks = async (total: number, insert: (from: number, to: number) => Promise<unknown>) => {
+    for (let from = 1; from <= total; from += CHUNK) await insert(from, Math.min(total, from + CHUNK - 1));
+  };
+  await chunks(n.audit_log, (a, b) => db.query(
+    `INSERT INTO audit_log (at, action, outcome, details) SELECT now() - interval '400 days' - g * interval '1 second', 'token.validate', 'success',
+       jsonb_build_object('jti', gen_random_uuid()::text) FROM generate_series($1::int, $2::int) g`, [a, b]));
+  await chunks(n.sso_tokens, (a, b) => db.query(
+    `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
+     SELECT gen_random_uuid(), $3, $4, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
+     FROM generate_series($1::int, $2::int) g, LATERAL (SELECT now() - interval '3 days' - g * interval '1 second' AS t) x`, [a, b, userId, clientId]));
+  await chunks(n.webhook_deliveries, (a, b) => db.query(
+    `WITH d AS (
+       INSERT INTO webhook_deliveries (id, webhook_id, event, data, status, attempts, created_at, completed_at)
+       SELECT gen_random_uuid(), $3, 'user.login', '{"user_id": 1}', 'succeeded', 1, t, t FROM generate_series($1::int, $2::int) g,
+         LATERAL (SELECT now() - interval '40 days' - g * interval '1 second' AS t) x
+       RETURNING id, completed_at)
+     INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms) SELECT id, 1, completed_at, 200, 12 FROM d`,
+    [a, b, hook.rows[0].id]));
+  await chunks(n.login_attempts, (a, b) => db.query(
+    `INSERT INTO login_attempts (login, failed_count, updated_at) SELECT 'backlog-' || g, 1, now() - interval '2 hours' - g * interval '1 second'
+     FROM generate_series($1::int, $2::int) g`, [a, b]));
+  await chunks(n.sessions, (a, b) => db.query(
+    `INSERT INTO sessions (sid, sess, expire) SELECT 'backlog-' || g, '{"cookie": {}}', now() - g * interval '1 second' FROM generate_series($1::int, $2::int) g`, [a, b]));
+  await db.query('ANALYZE');
+  return { ...n, webhook_attempts: n.webhook_deliveries };
+}
+
+/** Validates `tokens` under autocannon load, each once. */
+async function validate(phase: string, url: string, creds: object, tokens: string[]): Promise<Figures> {
+  let next = 0;
+  const started = performance.now();
+  const r = await autocannon({
+    url, method: 'POST', connections: CONNECTIONS, amount: tokens.length, headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
+  } as autocannon.Options);
+  // answers over elapsed time: autocannon's own average is of whole one-second samples (see run.ts)
+  const seconds = (performance.now() - started) / 1000;
+  return { phase, requests: r.requests.total, 'req/s': Math.round(r.requests.total / seconds), p50_ms: r.latency.p50, p99_ms: r.latency.p99, non2xx: r.non2xx };
+}
+
+/** Rows the service has pruned so far, from its metrics. */
+async function prunedSoFar(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return [...text.matchAll(/^auth_pruned_rows_total\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+async function main() {
+  const database = await benchDatabase(adminUrl, 'auth_bench_prune');
+  const sql = new pg.Client({ connectionString: database.url });
+  let service: Awaited<ReturnType<typeof startProcess>> | undefined;
+  try {
+    service = await startProcess('src/server.ts', benchServiceEnv(database.url, { PRUNE_INTERVAL: '1s' }), '/readyz');
+    const base = `http://127.0.0.1:${service.port}`;
+    const client = adminCli(database.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+    const user = adminCli(database.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    await sql.connect();
+
+    // Tokens for both phases, issued before either (so both validate the same kind of token).
+    const tokens: string[] = [];
+    await autocannon({
+      url: `${base}/api/sso/token`, method: 'POST', connections: CONNECTIONS, duration: DURATION * 2,
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...creds, username: 'bench' }),
+      requests: [{ onResponse: (status: number, body: string) => void (status === 200 && tokens.push(JSON.parse(body).token)) }],
+    } as autocannon.Options);
+    const sample = await postJson(`${base}/api/sso/validate`, { ...creds, token: tokens.pop() });
+    if (sample.valid !== true) throw new Error(`validation failed: ${JSON.stringify(sample)}`);
+    const half = Math.floor(tokens.length / 2);
+
+    const quiet = await validate('without backlog', `${base}/api/sso/validate`, creds, tokens.slice(0, half));
+
+    const written = await writeBacklog(sql, ROWS, user.id, client.client_id);
+    const total = Object.values(written).reduce((a, b) => a + b, 0);
+    const before = await prunedSoFar(base);
+    const deadline = Date.now() + 30_000;
+    while ((await prunedSoFar(base)) === before) {
+      if (Date.now() > deadline) throw new Error('the service did not start pruning the backlog within 30 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const atStart = await prunedSoFar(base);
+    const busy = await validate(`with ${total.toLocaleString('en')} rows to prune`, `${base}/api/sso/validate`, creds, tokens.slice(half));
+    const duringPhase = (await prunedSoFar(base)) - atStart;
+
+    console.log(`backlog written: ${JSON.stringify(written)} (${total.toLocaleString('en')} rows)`);
+    console.table([quiet, busy]);
+    const ratio = busy.p99_ms / quiet.p99_ms;
+    console.log(`validation p99 without backlog ${quiet.p99_ms} ms, while pruning ${busy.p99_ms} ms: ${((ratio - 1) * 100).toFixed(1)}% `
+      + `(target within 20%); ${duringPhase.toLocaleString('en')} rows pruned during the measurement, ${CONNECTIONS} connections`);
+    if (duringPhase === 0) console.log('note: the pass had finished before the measurement: raise BENCH_PRUNE_ROWS');
+  } finally {
+    if (service) await stopProcess(service.child);
+    await sql.end().catch(() => {});
+    await database.drop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
