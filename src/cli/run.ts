@@ -34,6 +34,7 @@ const OPTIONS = {
   'full-name': { type: 'string' },
   inactive: { type: 'boolean' },
   'base-url': { type: 'string' },
+  'grace-seconds': { type: 'string' },
 } as const;
 
 /**

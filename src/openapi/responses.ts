@@ -100,7 +100,11 @@ export const publicClient = z.object({
   updated_at: z.string(),
 }).meta({ id: 'Client' });
 export const createdClient = publicClient.extend({ client_secret: z.string().describe('The plain secret: shown this once') });
-export const rotatedSecret = z.object({ client_id: z.string(), client_secret: z.string().describe('The new plain secret: shown this once') });
+export const rotatedSecret = z.object({
+  client_id: z.string(),
+  client_secret: z.string().describe('The new plain secret: shown this once'),
+  previous_secret_expires_at: z.string().nullable().describe('Until when the replaced secret still works (ISO 8601); null: it stopped at once'),
+});
 
 export const adminUser = z.object({
   id: z.number().int(),
