@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signBody, signStandard } from '../../src/webhooks/verify.ts';
+import { signBody, signStandard, verifyWebhook } from '../../src/webhooks/verify.ts';
 import { auditOf } from '../admin/support.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -119,6 +119,9 @@ describe('changing a webhook', () => {
       expect(retry.headers['x-auth-delivery'], 'the same delivery, retried').toBe(deliveryId);
       expect(signedWith(retry, NEW_SECRET), 'the retry is signed with the new secret').toBe(true);
       expect(signedWith(retry, OLD_SECRET)).toBe(false);
+      // a receiver that accepts both secrets while they change takes every attempt
+      for (const r of [old.received[0], retry]) expect(verifyWebhook(r.raw, r.headers, [OLD_SECRET, NEW_SECRET]).event).toBe('user.login');
+      expect(() => verifyWebhook(retry.raw, retry.headers, [OLD_SECRET])).toThrow(/signature does not match/);
 
       // an earlier event's retry also follows a URL change
       failing = true;
