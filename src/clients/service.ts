@@ -25,6 +25,8 @@ export interface PublicClient {
   active: boolean;
   created_at: string;
   updated_at: string;
+  /** Until when the secret a rotation replaced still works (ISO 8601); null when none does. */
+  previous_secret_expires_at: string | null;
 }
 
 export function toPublicClient(c: ClientRecord): PublicClient {
@@ -37,6 +39,7 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     active: c.active,
     created_at: new Date(c.created_at).toISOString(),
     updated_at: new Date(c.updated_at).toISOString(),
+    previous_secret_expires_at: c.previous_secret_expires_at ? new Date(c.previous_secret_expires_at).toISOString() : null,
   };
 }
 

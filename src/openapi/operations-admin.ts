@@ -9,6 +9,7 @@ const noUser = err('No such user');
 const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
   allowed_ips: ['203.0.113.0/24'], active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
+  previous_secret_expires_at: null,
 };
 const adminUser = {
   id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example', active: true,

@@ -98,6 +98,7 @@ export const publicClient = z.object({
   active: z.boolean(),
   created_at: z.string(),
   updated_at: z.string(),
+  previous_secret_expires_at: z.string().nullable().describe('Until when the secret replaced by the last rotation still works; null when none does'),
 }).meta({ id: 'Client' });
 export const createdClient = publicClient.extend({ client_secret: z.string().describe('The plain secret: shown this once') });
 export const rotatedSecret = z.object({

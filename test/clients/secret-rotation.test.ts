@@ -109,6 +109,8 @@ describe('client secret rotation', () => {
     expect(Object.keys(r.body).sort()).toStrictEqual(['client_id', 'client_secret', 'previous_secret_expires_at']);
     expect(await works(client.client_id, client.client_secret)).toBe(true);
     expect(await works(client.client_id, r.body.client_secret)).toBe(true);
+    const shown = await app.http.get(`/api/admin/clients/${client.client_id}`, administrator.as);
+    expect(shown.body.previous_secret_expires_at, 'the client shows until when the old secret works').toBe(r.body.previous_secret_expires_at);
     const [audit] = (await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id);
     expect(audit.details).toMatchObject({ via: 'admin_api', grace_seconds: 600 });
     // an empty body is still a rotation without grace
@@ -117,6 +119,7 @@ describe('client secret rotation', () => {
     expect(plain.body.previous_secret_expires_at).toBe(null);
     expect(await works(client.client_id, r.body.client_secret)).toBe(false);
     expect(await works(client.client_id, plain.body.client_secret)).toBe(true);
+    expect((await app.http.get(`/api/admin/clients/${client.client_id}`, administrator.as)).body.previous_secret_expires_at).toBe(null);
   });
 
   it('offers the grace in the panel\'s regenerate form and shows until when the old secret works', async () => {
