@@ -226,6 +226,16 @@ describe('changing a webhook', () => {
     expect((await fetchForm(s, `/admin/webhooks/${id}`, shortSecret)).status).toBe(303);
     expect((await s.get(`/admin/webhooks/${id}`)).text).toContain('secret: must be at least 16 characters');
     expect(await row(), 'a refused form changes nothing').toStrictEqual({ url: 'http://127.0.0.1:10/hook', events: ['user.logout'], secret: NEW_SECRET });
+
+    // a signed-in non-administrator gets 403 and changes nothing
+    const member = await makeUser(app);
+    const m = formSession(await app.listen());
+    const memberLogin = await m.get('/login');
+    expect((await m.post('/login', { _csrf: hiddenField(memberLogin.text, '_csrf'), step: 'password', login: member.username, password: member.password })).status).toBe(303);
+    const memberCsrf = hiddenField((await m.get('/dashboard')).text, '_csrf');
+    const forbidden = await fetchForm(m, `/admin/webhooks/${id}`, new URLSearchParams({ _csrf: memberCsrf, url: 'http://127.0.0.1:12/hook', secret: '', events: 'user.login' }));
+    expect(forbidden.status).toBe(403);
+    expect((await row()).url).toBe('http://127.0.0.1:10/hook');
   });
 });
 
