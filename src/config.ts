@@ -24,6 +24,14 @@ const trustProxy = optionalString.superRefine((v, ctx) => {
   }
 });
 
+/**
+ * A comma-separated list of secrets (previous keys kept for verification only): empty or
+ * unset is none; each one at least 32 characters, like the key it used to be.
+ */
+const secretList = optionalString
+  .transform((v) => (v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '')))
+  .pipe(z.array(z.string().min(32, 'each secret must be at least 32 characters')));
+
 function safe(fn: () => unknown): boolean {
   try {
     fn();
@@ -49,6 +57,8 @@ export const configSchema = z.object({
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
   /** HMAC key for SSO and API tokens, at least 32 bytes; required in production. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  /** Former JWT_SECRETs, comma-separated: tokens they signed still verify; nothing new is signed with them. */
+  JWT_PREVIOUS_SECRETS: secretList,
   /** The `iss` claim of every token this service signs. */
   ISSUER: z.string().min(1).default('auth-service'),
   /** Lifetime of an SSO token (the token travels in a URL: keep it short). */
@@ -71,6 +81,8 @@ export const configSchema = z.object({
   LOCKOUT_MINUTES: int(1, 1440).default(30),
   /** Key that signs the session cookie; required in production. */
   SESSION_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  /** Former SESSION_SECRETs, comma-separated: cookies they signed still work; new cookies use SESSION_SECRET. */
+  SESSION_PREVIOUS_SECRETS: secretList,
   /** Lifetime of a browser/API session. */
   SESSION_TTL_SECONDS: int(60).default(8 * 3600),
   /** Upper bound of one webhook delivery attempt. */

@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createUserAdmin } from './admin/users.ts';
 import { createAuthService } from './auth/service.ts';
@@ -6,6 +5,7 @@ import { createClientService } from './clients/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import type { SigningKeys } from './sso/keys.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
 import { createOutbox, type EventOutbox } from './webhooks/events.ts';
@@ -16,7 +16,8 @@ export interface Deps {
   config: Config;
   db: Db;
   logger: Logger;
-  signingKey: KeyObject;
+  /** The token keys: one signs, every one verifies (src/sso/keys.ts). */
+  signingKeys: SigningKeys;
   outbox: EventOutbox;
   /** Prometheus counters; code that observes an event increments the matching one. */
   metrics: Metrics;

@@ -12,7 +12,7 @@ import { createRateLimiters } from './http/rate-limit.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { startPruner } from './retention/pruner.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
-import { loadSigningKey } from './sso/keys.ts';
+import { loadSigningKeys } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
 import { startDispatcherThread } from './webhooks/dispatcher-thread.ts';
 
@@ -46,8 +46,8 @@ export interface ServiceInstance {
 export async function createInstance(config: Config, db: Db, logger: Logger): Promise<ServiceInstance> {
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const signingKey = await loadSigningKey(config);
-  const services = createServices({ config, db, logger, signingKey, metrics: createMetrics({ db, processMetrics: true }) });
+  const signingKeys = await loadSigningKeys(config);
+  const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
   const limiters = createRateLimiters(config, services.deps.metrics);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];

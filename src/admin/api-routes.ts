@@ -9,8 +9,10 @@ import { AppError } from '../http/errors.ts';
 import { noStore } from '../http/no-store.ts';
 import { input, queryInput, validateBody, validateQuery } from '../http/validate.ts';
 import { actorOf, clientIdParam, idParam } from './actor.ts';
-import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
+import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
 import type { UserAdmin } from './users.ts';
+
+const isoOrNull = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
 
 /**
  * The admin JSON API (DESIGN.md "Admin API"): client systems, users and the audit log, for
@@ -48,8 +50,9 @@ export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin
     res.json(toPublicClient(client));
   };
   const rotateSecret: RequestHandler = async (req, res) => {
-    const { client, secret } = await clients.rotateSecret(clientIdParam(req), api(req, res));
-    res.json({ client_id: client.client_id, client_secret: secret });
+    const { grace_seconds: graceSeconds } = input(res, rotateSecretSchema);
+    const { client, secret } = await clients.rotateSecret(clientIdParam(req), api(req, res), { graceSeconds });
+    res.json({ client_id: client.client_id, client_secret: secret, previous_secret_expires_at: isoOrNull(client.previous_secret_expires_at) });
   };
 
   const listUsers: RequestHandler = async (_req, res) => {
@@ -100,7 +103,7 @@ export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin
   r.post('/api/admin/clients', noStore, userLimit, requireAdmin, validateBody(createClientSchema), createClient);
   r.get('/api/admin/clients/:client_id', noStore, userLimit, requireAdmin, showClient);
   r.patch('/api/admin/clients/:client_id', noStore, userLimit, requireAdmin, validateBody(updateClientSchema), updateClient);
-  r.post('/api/admin/clients/:client_id/rotate-secret', noStore, userLimit, requireAdmin, rotateSecret);
+  r.post('/api/admin/clients/:client_id/rotate-secret', noStore, userLimit, requireAdmin, validateBody(rotateSecretSchema), rotateSecret);
   r.get('/api/admin/users', noStore, userLimit, requireAdmin, validateQuery(searchUsersQuery), listUsers);
   r.post('/api/admin/users', noStore, userLimit, requireAdmin, validateBody(createUserSchema), createUser);
   r.get('/api/admin/users/:id', noStore, userLimit, requireAdmin, showUser);

@@ -12,6 +12,11 @@ export const clientForm = z.object({
   allow_everything: checkbox,
 });
 
+/** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */
+export const regenerateForm = z.object({
+  grace_seconds: text(10).regex(/^\d{1,9}$/, 'choose how long the old secret keeps working').default('0'),
+});
+
 export const activeForm = z.object({ active: z.enum(['true', 'false']) });
 
 /** Create a user in the panel. */
@@ -34,6 +39,13 @@ export const userEditForm = z.object({
 export const webhookForm = z.object({
   url: text(2048).trim().min(1, 'enter the receiver URL'),
   secret: text(512),
+  events: z.union([z.string(), z.array(z.string())]).optional(),
+});
+
+/** Edit a webhook in the panel: an empty secret keeps the current one. */
+export const webhookEditForm = z.object({
+  url: text(2048).trim().min(1, 'enter the receiver URL'),
+  secret: text(512).default(''),
   events: z.union([z.string(), z.array(z.string())]).optional(),
 });
 

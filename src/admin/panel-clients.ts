@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
-import { activeForm, clientForm } from './form-schemas.ts';
+import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
 import { checked, messageOf, renderAdmin, splitList } from './panel-common.ts';
 
 type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string };
@@ -14,7 +14,10 @@ function formValuesOf(c: ClientRecord): ClientFormValues {
   return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n') };
 }
 
-/** The panel's client-system pages: list, register, detail (edit, activate), regenerate the secret. */
+/**
+ * The panel's client-system pages: list, register, detail (edit, activate), regenerate the
+ * secret (optionally keeping the old one valid for a grace period).
+ */
 export function clientPanel(deps: { clients: ClientService }) {
   const { clients } = deps;
 
@@ -36,7 +39,8 @@ export function clientPanel(deps: { clients: ClientService }) {
     // the one-time secret belongs to this page view only: taken out of the session here
     const revealed = req.session.revealedSecret?.client_id === client.client_id ? req.session.revealedSecret : undefined;
     if (revealed) delete req.session.revealedSecret;
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, revealed }, {
+    const previousUntil = client.previous_secret_expires_at ? new Date(client.previous_secret_expires_at).toISOString() : null;
+    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, revealed, previousUntil }, {
       status: error ? 400 : 200,
       flash: error ? [{ type: 'error', text: error }] : [],
     });
@@ -88,8 +92,12 @@ export function clientPanel(deps: { clients: ClientService }) {
 
   const regenerate: RequestHandler = async (req, res) => {
     const client = await clientOr404(req);
-    const { secret } = await clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'));
-    req.session.revealedSecret = { client_id: client.client_id, secret, reason: 'regenerated' };
+    const graceSeconds = Number(input(res, regenerateForm).grace_seconds);
+    const rotated = await clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds });
+    const until = rotated.client.previous_secret_expires_at;
+    req.session.revealedSecret = {
+      client_id: client.client_id, secret: rotated.secret, reason: 'regenerated', previous_until: until ? new Date(until).toISOString() : null,
+    };
     res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
   };
 

@@ -10,7 +10,7 @@ declare module 'express-session' {
      * A client secret just created or regenerated, kept only for the one redirect to the page
      * that shows it; that page removes it, so a reload no longer has it.
      */
-    revealedSecret?: { client_id: string; secret: string; reason: 'created' | 'regenerated' };
+    revealedSecret?: { client_id: string; secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null };
   }
 }
 

@@ -5,7 +5,7 @@ import { noStore } from '../http/no-store.ts';
 import { validateBody } from '../http/validate.ts';
 import { requireCsrf } from '../pages/csrf.ts';
 import type { WebhookService } from '../webhooks/service.ts';
-import { activeForm, clientForm, confirmForm, userCreateForm, userEditForm, webhookForm } from './form-schemas.ts';
+import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { adminFormBody as form, backWithError, requireAdminPage as admin } from './panel-common.ts';
 import { overviewPanel } from './panel-overview.ts';
@@ -39,7 +39,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.post(client, noStore, form, limit, admin, requireCsrf, validateBody(clientForm), clients.update, clients.updateFailed);
   r.post(`${client}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), clients.setActive, back(client));
   r.get(`${client}/regenerate`, noStore, limit, admin, clients.confirmRegenerate);
-  r.post(`${client}/regenerate`, noStore, form, limit, admin, requireCsrf, clients.regenerate, back(client));
+  r.post(`${client}/regenerate`, noStore, form, limit, admin, requireCsrf, validateBody(regenerateForm), clients.regenerate, back(client));
 
   r.get('/admin/users', noStore, limit, admin, users.list);
   r.get('/admin/users/new', noStore, limit, admin, users.showNew);
@@ -53,6 +53,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
   r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, back('/admin/webhooks'));
   r.get(hook, noStore, limit, admin, hooks.show);
+  r.post(hook, noStore, form, limit, admin, requireCsrf, validateBody(webhookEditForm), hooks.update, back(hook));
   r.post(`${hook}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), hooks.setActive, back(hook));
   r.post(`${hook}/delete`, noStore, form, limit, admin, requireCsrf, validateBody(confirmForm), hooks.remove, back(hook));
   r.post(`${hook}/deliveries/:delivery/redeliver`, noStore, form, limit, admin, requireCsrf, hooks.redeliver, back(hook));

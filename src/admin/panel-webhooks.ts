@@ -1,15 +1,28 @@
+import type { z } from 'zod';
 import type { RequestHandler } from 'express';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
 import { EVENT_TYPES } from '../webhooks/events.ts';
-import { registerWebhookSchema } from '../webhooks/schemas.ts';
+import { registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
 import type { WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
-import { activeForm, webhookForm } from './form-schemas.ts';
+import { activeForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { renderAdmin } from './panel-common.ts';
 import { listWebhookSummaries, setWebhookActive } from './webhooks.ts';
+
+/** The ticked event checkboxes: none, one (a string) or several. */
+const ticked = (events: string | string[] | undefined): string[] => (events === undefined ? [] : ([] as string[]).concat(events));
+
+/** A form's values checked with the API's schema; the first problem as a 400 the form shows. */
+function apiInput<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
+  const parsed = schema.safeParse(values);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = String(issue.path[0] ?? '');
+  throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`);
+}
 
 /** What each event means, for the checkboxes (SPEC 6 and DESIGN.md). */
 export const EVENT_LABELS: Record<string, string> = {
@@ -22,7 +35,7 @@ export const EVENT_LABELS: Record<string, string> = {
   'client.registered': 'A client system was registered',
 };
 
-/** Settings › Webhooks: register, list with the last outcome, delivery log, redeliver, disable, delete. */
+/** Settings › Webhooks: register, list with the last outcome, edit (URL, events, secret), delivery log, redeliver, disable, delete. */
 export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
   const { db, webhooks } = deps;
   const events = EVENT_TYPES.map((name) => ({ name, label: EVENT_LABELS[name] ?? name }));
@@ -33,15 +46,9 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
 
   const register: RequestHandler = async (req, res) => {
     const form = input(res, webhookForm);
-    const chosen = form.events === undefined ? [] : ([] as string[]).concat(form.events);
     // the API's schema, so the panel refuses exactly what POST /api/webhooks refuses
-    const parsed = registerWebhookSchema.safeParse({ url: form.url, secret: form.secret, events: chosen });
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const field = String(issue.path[0] ?? '');
-      throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`);
-    }
-    const created = await webhooks.register(parsed.data, actorOf(req, res, 'admin_panel'));
+    const parsed = apiInput(registerWebhookSchema, { url: form.url, secret: form.secret, events: ticked(form.events) });
+    const created = await webhooks.register(parsed, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: `The webhook was registered. Deliveries will appear below as events happen.` });
     res.redirect(303, `/admin/webhooks/${created.id}`);
   };
@@ -50,7 +57,20 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     const id = idParam(req);
     const webhook = (await webhooks.list()).find((w) => w.id === id);
     if (!webhook) throw new AppError(404, 'webhook_not_found', 'There is no webhook with this id.');
-    renderAdmin(req, res, 'webhook', { section: 'webhooks', webhook, deliveries: await webhooks.deliveries(id, 100) });
+    renderAdmin(req, res, 'webhook', { section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(id, 100) });
+  };
+
+  /** The edit form: URL, events and, when one is typed, a new secret (PATCH /api/webhooks/:id's rules). */
+  const update: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const form = input(res, webhookEditForm);
+    const parsed = apiInput(updateWebhookSchema, { url: form.url, events: ticked(form.events), ...(form.secret === '' ? {} : { secret: form.secret }) });
+    await webhooks.update(id, parsed, actorOf(req, res, 'admin_panel'));
+    flashNext(req, {
+      type: 'success',
+      text: form.secret === '' ? 'The webhook was saved.' : 'The webhook was saved. Every later attempt, retries included, is signed with the new secret.',
+    });
+    res.redirect(303, `/admin/webhooks/${id}`);
   };
 
   const setActive: RequestHandler = async (req, res) => {
@@ -75,5 +95,5 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     res.redirect(303, `/admin/webhooks/${id}`);
   };
 
-  return { list, register, show, setActive, remove, redeliver };
+  return { list, register, show, update, setActive, remove, redeliver };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AuditFilter } from '../audit/queries.ts';
+import { MAX_GRACE_SECONDS } from '../clients/service.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { normalizeUsername } from '../users/username.ts';
 
@@ -18,6 +19,14 @@ export const createClientSchema = z.object({
   client_id: z.string().regex(/^[a-z0-9][a-z0-9_-]{2,63}$/, 'lower-case letters, digits, _ and -, 3-64 characters').optional(),
   /** Confirms an allow-everything range such as 0.0.0.0/0. */
   allow_everything: z.boolean().optional(),
+}).strict();
+
+/**
+ * POST /api/admin/clients/:client_id/rotate-secret: how long the old secret keeps working
+ * (seconds, default 0: it fails at once). The body may be empty.
+ */
+export const rotateSecretSchema = z.object({
+  grace_seconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).optional(),
 }).strict();
 
 /** PATCH /api/admin/clients/:client_id */

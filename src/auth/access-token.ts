@@ -1,4 +1,5 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type { SigningKeys } from '../sso/keys.ts';
 import { signToken, verifyToken } from '../sso/tokens.ts';
 
 /**
@@ -19,7 +20,7 @@ export interface AccessClaims {
 }
 
 /** Signs an access token for `userId`, valid `ttlSeconds`. */
-export function signAccessToken(userId: number, key: KeyObject, options: { issuer: string; ttlSeconds: number }): string {
+export function signAccessToken(userId: number, keys: SigningKeys, options: { issuer: string; ttlSeconds: number }): string {
   const now = Math.floor(Date.now() / 1000);
   const claims: AccessClaims = {
     sub: String(userId),
@@ -29,12 +30,15 @@ export function signAccessToken(userId: number, key: KeyObject, options: { issue
     exp: now + options.ttlSeconds,
     jti: randomUUID(),
   };
-  return signToken(claims, key);
+  return signToken(claims, keys);
 }
 
-/** The user id an access token names, or null for anything that is not a valid, unexpired access token. */
-export function verifyAccessToken(token: string, key: KeyObject, issuer: string): number | null {
-  const verified = verifyToken<Partial<AccessClaims>>(token, key, { issuer, audience: ACCESS_AUDIENCE });
+/**
+ * The user id an access token names, or null for anything that is not a valid, unexpired
+ * access token with every required claim (exp, iat, iss, aud, jti), signed by a known key.
+ */
+export function verifyAccessToken(token: string, keys: SigningKeys, issuer: string): number | null {
+  const verified = verifyToken<Partial<AccessClaims>>(token, keys, { issuer, audience: ACCESS_AUDIENCE });
   if (!verified.ok) return null;
   const sub = verified.claims.sub;
   if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;

@@ -47,8 +47,8 @@ function accountLocked(remainingMinutes: number): AppError {
 }
 
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */
-export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
-  const { db, config, signingKey, outbox, metrics } = deps;
+export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'outbox' | 'metrics'>) {
+  const { db, config, signingKeys, outbox, metrics } = deps;
   const twoFactor = createTwoFactor(deps);
   prepareDummyHash(config.BCRYPT_COST);
 
@@ -179,12 +179,12 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     /** An access token for this service's API (POST /api/login). */
     issueAccessToken(user: Pick<UserRecord, 'id'>): { token: string; token_type: 'Bearer'; expires_in: number } {
       const ttl = config.ACCESS_TOKEN_TTL_SECONDS;
-      return { token: signAccessToken(user.id, signingKey, { issuer: config.ISSUER, ttlSeconds: ttl }), token_type: 'Bearer', expires_in: ttl };
+      return { token: signAccessToken(user.id, signingKeys, { issuer: config.ISSUER, ttlSeconds: ttl }), token_type: 'Bearer', expires_in: ttl };
     },
 
     /** The active user an access token names, or null. */
     async userFromAccessToken(token: string): Promise<UserRecord | null> {
-      const userId = verifyAccessToken(token, signingKey, config.ISSUER);
+      const userId = verifyAccessToken(token, signingKeys, config.ISSUER);
       return userId === null ? null : activeUser(userId);
     },
 

@@ -23,7 +23,7 @@ export interface ParsedArgs {
 export const USAGE = `Usage: npm run admin -- <command> [--json]
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--id CLIENT_ID]
-  client rotate-secret CLIENT_ID
+  client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
   client set-ips CLIENT_ID IP_OR_CIDR...
   client list
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
@@ -78,11 +78,14 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       };
     }
     case 'client rotate-secret': {
-      const clientId = rest[0] ?? usage('client rotate-secret CLIENT_ID');
-      const { client, secret } = await services.clients.rotateSecret(clientId, ACTOR);
+      const clientId = rest[0] ?? usage('client rotate-secret CLIENT_ID [--grace-seconds N]');
+      const grace = args.options['grace-seconds'];
+      if (grace !== undefined && (typeof grace !== 'string' || !/^\d{1,9}$/.test(grace))) usage('client rotate-secret CLIENT_ID [--grace-seconds N]  (N: whole seconds, 0 or more)');
+      const { client, secret } = await services.clients.rotateSecret(clientId, ACTOR, { graceSeconds: grace === undefined ? 0 : Number(grace) });
+      const until = client.previous_secret_expires_at ? new Date(client.previous_secret_expires_at).toISOString() : null;
       return {
-        json: { client_id: client.client_id, client_secret: secret },
-        text: `New secret for ${client.client_id}: ${secret}\nThe old secret no longer works. This one is shown only this once.`,
+        json: { client_id: client.client_id, client_secret: secret, previous_secret_expires_at: until },
+        text: `New secret for ${client.client_id}: ${secret}\n${until ? `The old secret keeps working until ${until}.` : 'The old secret no longer works.'} This one is shown only this once.`,
       };
     }
     case 'client set-ips': {

@@ -6,7 +6,7 @@ import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
-import { loadSigningKey } from '../sso/keys.ts';
+import { loadSigningKeys } from '../sso/keys.ts';
 import { runCommand, USAGE } from './commands.ts';
 
 /** Where the command line writes, and what it reads its configuration from. */
@@ -35,6 +35,7 @@ const OPTIONS = {
   inactive: { type: 'boolean' },
   'base-url': { type: 'string' },
   'dry-run': { type: 'boolean' },
+  'grace-seconds': { type: 'string' },
 } as const;
 
 /**
@@ -67,7 +68,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const db = io.db ?? (await openDatabase(config, { serve: false }));
   try {
     await migrate(db);
-    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKey: await loadSigningKey(config) });
+    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKeys: await loadSigningKeys(config) });
     const result = await runCommand(services, { words: positionals, options: values });
     io.stdout(values.json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
     return 0;

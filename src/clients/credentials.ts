@@ -15,9 +15,27 @@ export function hashClientSecret(secret: string): string {
 
 /** Constant-time comparison of a presented secret with a stored hash. */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const a = Buffer.from(hashClientSecret(secret), 'hex');
-  const b = Buffer.from(storedHash, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
+  return matchesHash(Buffer.from(hashClientSecret(secret), 'hex'), storedHash);
+}
+
+/**
+ * Whether a presented secret matches any of the stored hashes (the current secret, and the
+ * previous one during its grace; null for none). The secret is hashed once and compared
+ * with every slot in constant time, so the answer takes as long whichever matched.
+ */
+export function secretMatchesAny(secret: string, storedHashes: ReadonlyArray<string | null>): boolean {
+  const presented = Buffer.from(hashClientSecret(secret), 'hex');
+  let ok = false;
+  for (const stored of storedHashes) ok = matchesHash(presented, stored ?? NO_HASH) || ok;
+  return ok;
+}
+
+/** Compared with when there is no previous secret: no secret hashes to all zeros. */
+const NO_HASH = '0'.repeat(64);
+
+function matchesHash(presented: Buffer, storedHash: string): boolean {
+  const stored = Buffer.from(storedHash, 'hex');
+  return presented.length === stored.length && timingSafeEqual(presented, stored);
 }
 
 /** What is shown instead of a secret after creation: dots and its last four characters. */

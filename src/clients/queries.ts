@@ -11,9 +11,20 @@ export interface ClientRecord {
   active: boolean;
   created_at: Date;
   updated_at: Date;
+  /** The secret a rotation replaced, while its grace lasts (by the database clock); otherwise null. */
+  previous_secret_hash: string | null;
+  /** When the previous secret stops working; null when there is none (or its grace is over). */
+  previous_secret_expires_at: Date | null;
 }
 
-const COLUMNS = 'client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, active, created_at, updated_at';
+/**
+ * Every column of a ClientRecord. The previous secret is read only while its grace lasts,
+ * decided by the database's clock in the very statement that reads it, so every instance
+ * stops accepting it at the same moment whatever its own clock says.
+ */
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, active, created_at, updated_at,
+  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
+  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
 export async function findClient(q: Queryable, clientId: string): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
@@ -41,10 +52,23 @@ export async function insertClient(
   return r.rows[0];
 }
 
-export async function updateClientSecret(q: Queryable, clientId: string, secretHash: string, secretLast4: string): Promise<ClientRecord | null> {
+/**
+ * Replaces a client's secret. With `graceSeconds` > 0 the replaced secret (its hash) stays
+ * valid that long after now, by the database clock; with 0 it fails at once, and any
+ * earlier previous secret is forgotten either way (at most one previous secret is kept).
+ */
+export async function updateClientSecret(
+  q: Queryable,
+  clientId: string,
+  secret: { hash: string; last4: string; graceSeconds: number },
+): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
-    `UPDATE clients SET secret_hash = $2, secret_last4 = $3, updated_at = now() WHERE client_id = $1 RETURNING ${COLUMNS}`,
-    [clientId, secretHash, secretLast4],
+    `UPDATE clients SET
+       previous_secret_hash = CASE WHEN $4::int > 0 THEN secret_hash END,
+       previous_secret_expires_at = CASE WHEN $4::int > 0 THEN now() + make_interval(secs => $4::int) END,
+       secret_hash = $2, secret_last4 = $3, updated_at = now()
+     WHERE client_id = $1 RETURNING ${COLUMNS}`,
+    [clientId, secret.hash, secret.last4, secret.graceSeconds],
   );
   return r.rows[0] ?? null;
 }

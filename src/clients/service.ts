@@ -2,7 +2,7 @@ import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
-import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatches } from './credentials.ts';
+import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
 import { type ClientRecord, findClient, findClients, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
 
@@ -25,6 +25,8 @@ export interface PublicClient {
   active: boolean;
   created_at: string;
   updated_at: string;
+  /** Until when the secret a rotation replaced still works (ISO 8601); null when none does. */
+  previous_secret_expires_at: string | null;
 }
 
 export function toPublicClient(c: ClientRecord): PublicClient {
@@ -37,6 +39,7 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     active: c.active,
     created_at: new Date(c.created_at).toISOString(),
     updated_at: new Date(c.updated_at).toISOString(),
+    previous_secret_expires_at: c.previous_secret_expires_at ? new Date(c.previous_secret_expires_at).toISOString() : null,
   };
 }
 
@@ -82,6 +85,17 @@ export function checkAllowList(entries: string[], options: { allowEverything?: b
   return normalized;
 }
 
+/** The longest grace a rotated client secret can get: 30 days. */
+export const MAX_GRACE_SECONDS = 30 * 86400;
+
+/** A grace period in whole seconds, 0 to MAX_GRACE_SECONDS: 400 invalid_grace_seconds otherwise. */
+export function checkGraceSeconds(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0 || value > MAX_GRACE_SECONDS) {
+    throw new AppError(400, 'invalid_grace_seconds', `grace_seconds must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}`);
+  }
+  return value;
+}
+
 /** Client-system administration and the credential check of the SSO endpoints. */
 export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>) {
   const { db, outbox } = deps;
@@ -117,13 +131,26 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
       return { client, secret };
     },
 
-    /** Replaces a client's secret; the old one fails at once. Returns the new plain secret. */
-    async rotateSecret(clientId: string, actor: Actor): Promise<{ client: ClientRecord; secret: string }> {
+    /**
+     * Replaces a client's secret and returns the new plain secret. The old one keeps working
+     * for `graceSeconds` (default 0: it fails at once), so the client system can be given
+     * the new one without an outage. The audit entry records the rotation and the grace.
+     */
+    async rotateSecret(clientId: string, actor: Actor, options: { graceSeconds?: number } = {}): Promise<{ client: ClientRecord; secret: string }> {
+      const graceSeconds = checkGraceSeconds(options.graceSeconds ?? 0);
       const secret = generateClientSecret();
       const client = await db.transaction(async (tx) => {
-        const updated = await updateClientSecret(tx, clientId, hashClientSecret(secret), secret.slice(-4));
+        const updated = await updateClientSecret(tx, clientId, { hash: hashClientSecret(secret), last4: secret.slice(-4), graceSeconds });
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        await writeAudit(tx, { action: 'client.rotate_secret', outcome: 'success', clientId, ...actorAudit(actor) });
+        const base = actorAudit(actor);
+        await writeAudit(tx, {
+          action: 'client.rotate_secret', outcome: 'success', clientId, ...base,
+          details: {
+            ...base.details,
+            grace_seconds: graceSeconds,
+            previous_secret_expires_at: updated.previous_secret_expires_at ? new Date(updated.previous_secret_expires_at).toISOString() : null,
+          },
+        });
         return updated;
       });
       return { client, secret };
@@ -159,7 +186,8 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
      */
     async authenticateClient(clientId: string, secret: string): Promise<ClientRecord> {
       const client = await credentialLookup.load(clientId);
-      const ok = secretMatches(secret, client?.secret_hash ?? UNKNOWN_CLIENT_HASH);
+      // the previous secret is only there while its grace lasts (see the query)
+      const ok = secretMatchesAny(secret, [client?.secret_hash ?? UNKNOWN_CLIENT_HASH, client?.previous_secret_hash ?? null]);
       if (!client || !ok || !client.active) {
         throw new AppError(401, 'invalid_client', 'Invalid client credentials');
       }

@@ -63,7 +63,7 @@ export class DbSessionStore extends Store {
 }
 
 /**
- * The key that signs the session cookie: SESSION_SECRET when set (required in production);
+ * The key that signs new session cookies: SESSION_SECRET when set (required in production);
  * otherwise one generated once and kept in DATA_DIR, so sessions survive a restart of a
  * development instance. Synchronous: it runs once while the app is built.
  */
@@ -90,17 +90,27 @@ export function loadSessionSecret(config: Pick<Config, 'SESSION_SECRET' | 'DATA_
 }
 
 /**
+ * The keys of the session cookie, the signing one first: express-session signs new cookies
+ * with the first and accepts a cookie signed with any, so during a rotation the sessions
+ * begun under SESSION_PREVIOUS_SECRETS keep working until they end.
+ */
+export function sessionSecrets(config: Pick<Config, 'SESSION_SECRET' | 'SESSION_PREVIOUS_SECRETS' | 'DATA_DIR'>): string[] {
+  const current = loadSessionSecret(config);
+  return [current, ...(config.SESSION_PREVIOUS_SECRETS ?? []).filter((s) => s !== current)];
+}
+
+/**
  * The session middleware: sessions in the database, cookie `auth.sid` HttpOnly, SameSite=Lax,
  * Secure in production, lifetime SESSION_TTL_SECONDS. Nothing is stored (and no cookie set)
  * until a sign-in puts something in the session.
  */
 export function sessionMiddleware(
-  config: Pick<Config, 'SESSION_SECRET' | 'DATA_DIR' | 'SESSION_TTL_SECONDS' | 'NODE_ENV'>,
+  config: Pick<Config, 'SESSION_SECRET' | 'SESSION_PREVIOUS_SECRETS' | 'DATA_DIR' | 'SESSION_TTL_SECONDS' | 'NODE_ENV'>,
   db: Db,
 ): RequestHandler {
   return session({
     name: SESSION_COOKIE,
-    secret: loadSessionSecret(config),
+    secret: sessionSecrets(config),
     store: new DbSessionStore(db, config.SESSION_TTL_SECONDS),
     resave: false,
     saveUninitialized: false,

@@ -84,7 +84,7 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
     ...(op.body
       ? {
           requestBody: {
-            required: true,
+            required: !op.bodyOptional,
             content: {
               [op.bodyType === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']: {
                 schema: inputSchema(op.body),

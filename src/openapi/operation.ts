@@ -31,6 +31,8 @@ export interface Operation {
   access: Access;
   /** The schema the route validates its body with (validateBody). */
   body?: z.ZodType;
+  /** The body may be left out (every field is optional, e.g. rotate-secret's grace_seconds). */
+  bodyOptional?: boolean;
   /** `form` for HTML forms (application/x-www-form-urlencoded). */
   bodyType?: 'json' | 'form';
   /** An example body; the reference test checks it validates against `body`. */

@@ -1,5 +1,5 @@
-import { activeForm, clientForm, confirmForm, userCreateForm, userEditForm, webhookForm } from '../admin/form-schemas.ts';
-import { auditQuery, createClientSchema, createUserSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from '../admin/schemas.ts';
+import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, webhookEditForm, webhookForm } from '../admin/form-schemas.ts';
+import { auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from '../admin/schemas.ts';
 import { err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
 
@@ -9,6 +9,7 @@ const noUser = err('No such user');
 const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
   allowed_ips: ['203.0.113.0/24'], active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
+  previous_secret_expires_at: null,
 };
 const adminUser = {
   id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example', active: true,
@@ -36,8 +37,15 @@ export const ADMIN_OPERATIONS: Operation[] = [
     responses: { 200: { description: 'The changed client', schema: R.publicClient, example: client }, 400: invalid, 404: noClient, ...guarded },
   }),
   api({
-    method: 'post', path: '/api/admin/clients/:client_id/rotate-secret', summary: 'Regenerate the client secret; the old one fails at once',
-    responses: { 200: { description: 'The new secret, shown this once', schema: R.rotatedSecret, example: { client_id: 'shop', client_secret: 'pN4x0c2s9W1yQe6rT3uV8zA5bD7fG1hJ2kL4mN6oP8q' } }, 404: noClient, ...guarded },
+    method: 'post', path: '/api/admin/clients/:client_id/rotate-secret', summary: 'Regenerate the client secret, optionally keeping the old one valid for a grace period',
+    description: 'The body may be empty. `grace_seconds` (0 to 2592000, default 0) keeps the replaced secret working that long, so the client system can be reconfigured without an outage; with 0 the old secret fails at once. Only one previous secret is kept: rotating again ends the earlier grace. Audited with the grace.',
+    body: rotateSecretSchema,
+    bodyOptional: true,
+    example: { grace_seconds: 3600 },
+    responses: {
+      200: { description: 'The new secret, shown this once', schema: R.rotatedSecret, example: { client_id: 'shop', client_secret: 'pN4x0c2s9W1yQe6rT3uV8zA5bD7fG1hJ2kL4mN6oP8q', previous_secret_expires_at: '2026-01-31T13:00:00.000Z' } },
+      400: invalid, 404: noClient, ...guarded,
+    },
   }),
   api({ method: 'get', path: '/api/admin/users', summary: 'Search users by username, email or full name', query: searchUsersQuery, responses: { 200: { description: 'Matching users', schema: R.adminUser.array(), example: [adminUser] }, 400: invalid, ...guarded } }),
   api({
@@ -73,7 +81,7 @@ export const ADMIN_OPERATIONS: Operation[] = [
   panel({ method: 'post', path: '/admin/clients/:client_id', summary: 'Change a client system', bodyType: 'form', body: clientForm, example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '' }, responses: formDone('the client') }),
   panel({ method: 'post', path: '/admin/clients/:client_id/active', summary: 'Activate or deactivate a client system', bodyType: 'form', body: activeForm, example: { active: 'false' }, responses: formDone('the client') }),
   panel({ method: 'get', path: '/admin/clients/:client_id/regenerate', summary: 'Confirm regenerating the secret', responses: { 200: html('Confirmation') } }),
-  panel({ method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once)', bodyType: 'form', responses: { 200: html('The new secret, shown once'), ...formDone('the client') } }),
+  panel({ method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', bodyType: 'form', body: regenerateForm, example: { grace_seconds: '3600' }, responses: { 200: html('The new secret, shown once'), ...formDone('the client') } }),
   panel({ method: 'get', path: '/admin/users', summary: 'Users', responses: { 200: html('List and search') } }),
   panel({ method: 'get', path: '/admin/users/new', summary: 'New user form', responses: { 200: html('Form') } }),
   panel({ method: 'post', path: '/admin/users', summary: 'Create a user', bodyType: 'form', body: userCreateForm, example: { username: 'bob', email: 'bob@example.com', password: 'a long enough passphrase' }, responses: formDone('the user') }),
@@ -85,6 +93,7 @@ export const ADMIN_OPERATIONS: Operation[] = [
   panel({ method: 'get', path: '/admin/webhooks', summary: 'Webhooks', responses: { 200: html('List and registration form') } }),
   panel({ method: 'post', path: '/admin/webhooks', summary: 'Register a webhook', bodyType: 'form', body: webhookForm, example: { url: 'https://shop.example/hooks/auth', secret: 'a-signing-secret-of-16+-chars', events: ['user.login', 'user.locked'] }, responses: formDone('the webhooks') }),
   panel({ method: 'get', path: '/admin/webhooks/:id', summary: 'One webhook and its deliveries', responses: { 200: html('Webhook'), 404: html('No such webhook') } }),
+  panel({ method: 'post', path: '/admin/webhooks/:id', summary: 'Change a webhook\'s URL, events or secret (an empty secret keeps it)', bodyType: 'form', body: webhookEditForm, example: { url: 'https://shop.example/hooks/auth-v2', secret: '', events: ['user.login'] }, responses: formDone('the webhook') }),
   panel({ method: 'post', path: '/admin/webhooks/:id/active', summary: 'Activate or deactivate a webhook', bodyType: 'form', body: activeForm, example: { active: 'false' }, responses: formDone('the webhook') }),
   panel({ method: 'post', path: '/admin/webhooks/:id/delete', summary: 'Delete a webhook (confirmation box)', bodyType: 'form', body: confirmForm, example: { confirm: 'on' }, responses: formDone('the webhooks') }),
   panel({ method: 'post', path: '/admin/webhooks/:id/deliveries/:delivery/redeliver', summary: 'Send a delivery again', bodyType: 'form', responses: formDone('the webhook') }),

@@ -2,7 +2,7 @@ import { sessionLoginSchema, tokenLoginSchema } from '../auth/schemas.ts';
 import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema } from '../pages/schemas.ts';
 import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from '../sso/schemas.ts';
 import { twoFactorCodeSchema } from '../users/schemas.ts';
-import { listDeliveriesQuery, registerWebhookSchema } from '../webhooks/schemas.ts';
+import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
 import { ADMIN_OPERATIONS } from './operations-admin.ts';
 import { badClient, type DocResponse, err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
@@ -43,6 +43,9 @@ const loginFormAnswers = {
  * Every route the app mounts. Add a row when you add a route: the reference test fails for
  * a mounted route missing here (and for a row whose example does not validate).
  */
+/** A malformed `:id` (not a positive integer) on a webhook route. */
+const badId = err('Malformed id', { error: 'invalid_id', message: 'The id must be a positive integer' });
+
 export const OPERATIONS: Operation[] = [
   // SSO for client systems
   {
@@ -152,20 +155,32 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: 'All webhooks, without secrets', schema: R.webhook.array() }, 401: unauthenticated, 403: forbidden, 429: limited },
   },
   {
+    method: 'patch', path: '/api/webhooks/:id', tag: 'Webhooks', access: 'admin', limit: 'user',
+    summary: 'Change a webhook: any of url, events, active, secret',
+    description: 'Each field is validated as at registration (the same SSRF guard for `url`). The delivery history is kept. Every later attempt, retries of earlier events included, goes to the new URL signed with the new secret: to rotate a secret without losing events, let the receiver accept both secrets first. `active: false` closes pending deliveries as failed (they can be redelivered later); `active: true` turns a webhook disabled by a 410 back on. Audited, without the secret.',
+    body: updateWebhookSchema,
+    example: { secret: 'the-new-signing-secret-of-16+-chars' },
+    responses: {
+      200: { description: 'The changed webhook (never the secret)', schema: R.webhook, example: { id: 3, url: 'https://shop.example/hooks/auth', events: ['user.login', 'user.locked'], active: true, created_at: '2026-01-31T12:00:00.000Z', disabled_reason: null } },
+      400: err('Invalid body, URL not allowed, or a malformed id', { error: 'invalid_id', message: 'The id must be a positive integer' }),
+      401: unauthenticated, 403: forbidden, 404: err('No such webhook'), 429: limited,
+    },
+  },
+  {
     method: 'delete', path: '/api/webhooks/:id', tag: 'Webhooks', access: 'admin', limit: 'user',
     summary: 'Delete a webhook',
-    responses: { 204: { description: 'Deleted' }, 401: unauthenticated, 403: forbidden, 404: err('No such webhook'), 429: limited },
+    responses: { 204: { description: 'Deleted' }, 400: badId, 401: unauthenticated, 403: forbidden, 404: err('No such webhook'), 429: limited },
   },
   {
     method: 'get', path: '/api/webhooks/:id/deliveries', tag: 'Webhooks', access: 'admin', limit: 'user',
     summary: 'A webhook\'s recent deliveries with their attempts',
     query: listDeliveriesQuery,
-    responses: { 200: { description: 'Newest first', schema: R.webhookDelivery.array() }, 400: invalid, 401: unauthenticated, 403: forbidden, 404: err('No such webhook'), 429: limited },
+    responses: { 200: { description: 'Newest first', schema: R.webhookDelivery.array() }, 400: err('Invalid query or a malformed id'), 401: unauthenticated, 403: forbidden, 404: err('No such webhook'), 429: limited },
   },
   {
     method: 'post', path: '/api/webhooks/:id/deliveries/:delivery/redeliver', tag: 'Webhooks', access: 'admin', limit: 'user',
     summary: 'Send a finished delivery again (same delivery id)',
-    responses: { 202: { description: 'Queued', schema: R.redelivery }, 401: unauthenticated, 403: forbidden, 404: err('No such webhook or delivery'), 409: err('Still pending'), 429: limited },
+    responses: { 202: { description: 'Queued', schema: R.redelivery }, 400: badId, 401: unauthenticated, 403: forbidden, 404: err('No such webhook or delivery'), 409: err('Still pending'), 429: limited },
   },
 
   // Browser pages

@@ -98,9 +98,14 @@ export const publicClient = z.object({
   active: z.boolean(),
   created_at: z.string(),
   updated_at: z.string(),
+  previous_secret_expires_at: z.string().nullable().describe('Until when the secret replaced by the last rotation still works; null when none does'),
 }).meta({ id: 'Client' });
 export const createdClient = publicClient.extend({ client_secret: z.string().describe('The plain secret: shown this once') });
-export const rotatedSecret = z.object({ client_id: z.string(), client_secret: z.string().describe('The new plain secret: shown this once') });
+export const rotatedSecret = z.object({
+  client_id: z.string(),
+  client_secret: z.string().describe('The new plain secret: shown this once'),
+  previous_secret_expires_at: z.string().nullable().describe('Until when the replaced secret still works (ISO 8601); null: it stopped at once'),
+});
 
 export const adminUser = z.object({
   id: z.number().int(),

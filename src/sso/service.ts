@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import jwt from 'jsonwebtoken';
 import { type AuditEntry, auditRows, writeAudit } from '../audit/writer.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { Queryable } from '../db/db.ts';
@@ -50,8 +49,8 @@ function rejected(reason: string): AppError {
 }
 
 /** Issuing and validating single-use SSO tokens. */
-export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey' | 'outbox' | 'metrics'>) {
-  const { db, config, signingKey, outbox, metrics } = deps;
+export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'outbox' | 'metrics'>) {
+  const { db, config, signingKeys, outbox, metrics } = deps;
   /** Validations arriving together consume their tokens in one statement (src/db/batch.ts). */
   const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
   /**
@@ -100,7 +99,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
       aud: SSO_AUDIENCE,
       jti: randomUUID(),
     };
-    const token = signToken(claims, signingKey);
+    const token = signToken(claims, signingKeys);
     await recorder.load({
       token: {
         jti: claims.jti,
@@ -174,7 +173,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKey'
         metrics.tokensRejected.inc({ reason });
         return rejected(reason);
       };
-      const verified = verifyToken<Partial<SsoClaims>>(token, signingKey, { issuer: config.ISSUER, audience: SSO_AUDIENCE });
+      const verified = verifyToken<Partial<SsoClaims>>(token, signingKeys, { issuer: config.ISSUER, audience: SSO_AUDIENCE });
       if (!verified.ok) throw await fail(verified.reason);
       const claims = verified.claims;
       if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== client.client_id) {
@@ -237,20 +236,13 @@ export async function invalidateUnusedTokens(q: Queryable, userId: number, clien
  */
 export async function tokenUserForLogout(
   q: Queryable,
-  deps: Pick<Deps, 'config' | 'signingKey'>,
+  deps: Pick<Deps, 'config' | 'signingKeys'>,
   clientId: string,
   token: string,
 ): Promise<number | null> {
-  let claims: Partial<SsoClaims>;
-  try {
-    const verified = jwt.verify(token, deps.signingKey, {
-      algorithms: ['HS256'], issuer: deps.config.ISSUER, audience: SSO_AUDIENCE, ignoreExpiration: true,
-    });
-    if (typeof verified !== 'object' || verified === null) return null;
-    claims = verified as Partial<SsoClaims>;
-  } catch {
-    return null;
-  }
+  const verified = verifyToken<Partial<SsoClaims>>(token, deps.signingKeys, { issuer: deps.config.ISSUER, audience: SSO_AUDIENCE, ignoreExpiration: true });
+  if (!verified.ok) return null;
+  const claims = verified.claims;
   if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== clientId) return null;
   const r = await q.query<{ user_id: number }>('SELECT user_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [claims.jti, clientId]);
   return r.rows[0]?.user_id ?? null;

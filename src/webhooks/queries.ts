@@ -28,6 +28,35 @@ export async function findWebhook(q: Queryable, id: number): Promise<WebhookReco
   return (await q.query<WebhookRecord>('SELECT * FROM webhooks WHERE id = $1', [id])).rows[0] ?? null;
 }
 
+/** A webhook row, locked until the end of the transaction (the caller is about to change it). */
+export async function lockWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
+  return (await q.query<WebhookRecord>('SELECT * FROM webhooks WHERE id = $1 FOR UPDATE', [id])).rows[0] ?? null;
+}
+
+/**
+ * Changes the url, events, secret or active flag of a webhook; a field left undefined keeps
+ * its value. Turning it on clears why it was off. Its deliveries stay (history and pending
+ * ones alike): the dispatcher reads url and secret from this row at every claim, so each
+ * later attempt, retries of earlier events included, goes to the new URL with the new secret.
+ */
+export async function updateWebhook(
+  q: Queryable,
+  id: number,
+  patch: { url?: string; events?: string[]; secret?: string; active?: boolean },
+): Promise<WebhookRecord | null> {
+  const r = await q.query<WebhookRecord>(
+    `UPDATE webhooks SET
+       url = COALESCE($2, url),
+       events = COALESCE($3::text[], events),
+       secret = COALESCE($4, secret),
+       active = COALESCE($5, active),
+       disabled_reason = CASE WHEN $5::boolean THEN NULL ELSE disabled_reason END
+     WHERE id = $1 RETURNING *`,
+    [id, patch.url ?? null, patch.events ?? null, patch.secret ?? null, patch.active ?? null],
+  );
+  return r.rows[0] ?? null;
+}
+
 /** Deletes a webhook; its deliveries and attempts go with it (ON DELETE CASCADE). */
 export async function deleteWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
   return (await q.query<WebhookRecord>('DELETE FROM webhooks WHERE id = $1 RETURNING *', [id])).rows[0] ?? null;

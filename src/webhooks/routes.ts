@@ -1,10 +1,11 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { idParam } from '../admin/actor.ts';
 import type { Actor } from '../clients/service.ts';
 import { currentUser, requireAdmin } from '../http/auth-guards.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { noStore } from '../http/no-store.ts';
 import { input, queryInput, validateBody, validateQuery } from '../http/validate.ts';
-import { listDeliveriesQuery, registerWebhookSchema } from './schemas.ts';
+import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from './schemas.ts';
 import type { WebhookService } from './service.ts';
 
 /**
@@ -18,13 +19,22 @@ export function webhookRoutes(deps: { webhooks: WebhookService; userLimit: Reque
     const user = currentUser(res);
     return { userId: user.id, username: user.username, ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via: 'admin_api' };
   };
-  const id = (req: Request) => (/^\d{1,9}$/.test(String(req.params.id)) ? Number(req.params.id) : Number.NaN);
+  // A malformed :id is 400 invalid_id on every route, checked before the body is
+  // (so PATCH /api/webhooks/abc says what is wrong whatever the body holds).
+  const id = (req: Request) => idParam(req);
+  const checkId: RequestHandler = (req, _res, next) => {
+    idParam(req);
+    next();
+  };
 
   const register: RequestHandler = async (req, res) => {
     res.status(201).json(await webhooks.register(input(res, registerWebhookSchema), actor(req, res)));
   };
   const list: RequestHandler = async (_req, res) => {
     res.json(await webhooks.list());
+  };
+  const update: RequestHandler = async (req, res) => {
+    res.json(await webhooks.update(id(req), input(res, updateWebhookSchema), actor(req, res)));
   };
   const remove: RequestHandler = async (req, res) => {
     await webhooks.remove(id(req), actor(req, res));
@@ -39,8 +49,9 @@ export function webhookRoutes(deps: { webhooks: WebhookService; userLimit: Reque
 
   r.post('/api/webhooks', noStore, userLimit, requireAdmin, validateBody(registerWebhookSchema), register);
   r.get('/api/webhooks', noStore, userLimit, requireAdmin, list);
-  r.delete('/api/webhooks/:id', noStore, userLimit, requireAdmin, remove);
-  r.get('/api/webhooks/:id/deliveries', noStore, userLimit, requireAdmin, validateQuery(listDeliveriesQuery), deliveries);
-  r.post('/api/webhooks/:id/deliveries/:delivery/redeliver', noStore, userLimit, requireAdmin, redeliver);
+  r.patch('/api/webhooks/:id', noStore, userLimit, requireAdmin, checkId, validateBody(updateWebhookSchema), update);
+  r.delete('/api/webhooks/:id', noStore, userLimit, requireAdmin, checkId, remove);
+  r.get('/api/webhooks/:id/deliveries', noStore, userLimit, requireAdmin, checkId, validateQuery(listDeliveriesQuery), deliveries);
+  r.post('/api/webhooks/:id/deliveries/:delivery/redeliver', noStore, userLimit, requireAdmin, checkId, redeliver);
   return r;
 }

@@ -14,6 +14,17 @@ export const registerWebhookSchema = z.object({
   secret: z.string().min(16, 'must be at least 16 characters').max(512),
 });
 
+/**
+ * PATCH /api/webhooks/:id: any of url, events, active and secret, each validated as at
+ * registration; at least one.
+ */
+export const updateWebhookSchema = z.object({
+  url: registerWebhookSchema.shape.url.optional(),
+  events: registerWebhookSchema.shape.events.optional(),
+  active: z.boolean().optional(),
+  secret: registerWebhookSchema.shape.secret.optional(),
+}).strict().refine((v) => Object.keys(v).length > 0, 'name at least one of url, events, active, secret');
+
 /** GET /api/webhooks/:id/deliveries */
 export const listDeliveriesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),

@@ -4,7 +4,9 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import type { EventType } from './events.ts';
-import { deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, requeueDelivery, type WebhookRecord } from './queries.ts';
+import {
+  deleteWebhook, disableWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, lockWebhook, requeueDelivery, updateWebhook, type WebhookRecord,
+} from './queries.ts';
 
 /** A webhook as administrators see it: never the secret. */
 export interface PublicWebhook {
@@ -39,20 +41,26 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'
     return webhook;
   }
 
+  /**
+   * A receiver URL as registration accepts it: absolute http(s); in production its host
+   * must resolve only to public addresses (checked again before every attempt, since DNS
+   * answers change). 400 invalid_url or url_not_allowed otherwise.
+   */
+  async function checkedUrl(raw: string): Promise<URL> {
+    try {
+      const url = parseWebhookUrl(raw.trim());
+      if (policy.blockPrivate) await resolveTarget(url, policy, lookup);
+      return url;
+    } catch (err) {
+      if (!(err instanceof UrlNotAllowedError)) throw err;
+      throw new AppError(400, err.reason === 'invalid_url' ? 'invalid_url' : 'url_not_allowed', err.message);
+    }
+  }
+
   return {
-    /**
-     * Registers a webhook. In production the URL's host must resolve only to public
-     * addresses (checked again before every attempt, since DNS answers change).
-     */
+    /** Registers a webhook (the URL checked by `checkedUrl`). */
     async register(input: { url: string; events: EventType[]; secret: string }, actor: Actor): Promise<PublicWebhook> {
-      let url: URL;
-      try {
-        url = parseWebhookUrl(input.url.trim());
-        if (policy.blockPrivate) await resolveTarget(url, policy, lookup);
-      } catch (err) {
-        if (!(err instanceof UrlNotAllowedError)) throw err;
-        throw new AppError(400, err.reason === 'invalid_url' ? 'invalid_url' : 'url_not_allowed', err.message);
-      }
+      const url = await checkedUrl(input.url);
       const events = [...new Set(input.events)];
       const webhook = await db.transaction(async (tx) => {
         const created = await insertWebhook(tx, { url: url.toString(), events, secret: input.secret, createdBy: actor.userId ?? null });
@@ -63,6 +71,37 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'
         return created;
       });
       return toPublic(webhook);
+    },
+
+    /**
+     * Changes any of url, events, active and secret, validated as at registration, keeping
+     * the delivery history. Later attempts, retries of earlier events included, use the new
+     * URL and secret. Turning it off closes its pending deliveries as failed (as the panel's
+     * Disable and a receiver's 410 do). Audited with what changed, never the secret itself.
+     */
+    async update(
+      id: number,
+      input: { url?: string; events?: EventType[]; active?: boolean; secret?: string },
+      actor: Actor,
+    ): Promise<PublicWebhook> {
+      const url = input.url === undefined ? undefined : (await checkedUrl(input.url)).toString();
+      const events = input.events === undefined ? undefined : [...new Set(input.events)];
+      const webhook = await db.transaction(async (tx) => {
+        const before = Number.isSafeInteger(id) ? await lockWebhook(tx, id) : null;
+        if (!before) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+        await updateWebhook(tx, id, { url, events, secret: input.secret, active: input.active === true ? true : undefined });
+        if (input.active === false && before.active) await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
+        const after = (await findWebhook(tx, id))!;
+        await writeAudit(tx, {
+          action: 'webhook.update', outcome: 'success', ...audit(actor),
+          details: {
+            via: actor.via, webhook_id: id, changed: Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined).sort(),
+            url: after.url, ...(after.url !== before.url ? { previous_url: before.url } : {}), events: after.events, active: after.active,
+          },
+        });
+        return after;
+      });
+      return toPublic(webhook, true);
     },
 
     async list(): Promise<PublicWebhook[]> {

@@ -62,7 +62,8 @@ const HEX_SHA256 = /^[0-9a-f]{64}$/i;
  * - `rawBody`: the request body exactly as received (a string or the raw bytes; NOT a parsed
  *   and re-serialized object, which would not match byte for byte).
  * - `headers`: the request headers (any case).
- * - `secret`: the secret given when the webhook was registered.
+ * - `secret`: the secret given when the webhook was registered; or several (a list), while its
+ *   secret is being rotated: a delivery signed with any of them is accepted.
  * - `toleranceSeconds` (default 300): how far the body's `timestamp` may be from now, either way.
  *
  * The signature is compared in constant time; a value of the wrong length or that is not hex
@@ -72,7 +73,7 @@ const HEX_SHA256 = /^[0-9a-f]{64}$/i;
 export function verifyWebhook<T = Record<string, unknown>>(
   rawBody: string | Uint8Array,
   headers: HeaderBag,
-  secret: string,
+  secret: string | readonly string[],
   options: { toleranceSeconds?: number; now?: Date } = {},
 ): WebhookEnvelope<T> {
   const { toleranceSeconds = 300, now = new Date() } = options;
@@ -81,8 +82,12 @@ export function verifyWebhook<T = Record<string, unknown>>(
   if (!HEX_SHA256.test(given)) {
     throw new WebhookVerificationError('malformed_signature', 'X-AUTH-Signature is not 64 hexadecimal characters');
   }
-  const expected = Buffer.from(signBody(rawBody, secret), 'hex');
-  if (!timingSafeEqual(Buffer.from(given, 'hex'), expected)) {
+  const presented = Buffer.from(given, 'hex');
+  let matched = false;
+  for (const s of typeof secret === 'string' ? [secret] : secret) {
+    matched = timingSafeEqual(presented, Buffer.from(signBody(rawBody, s), 'hex')) || matched;
+  }
+  if (!matched) {
     throw new WebhookVerificationError('signature_mismatch', 'The signature does not match the body');
   }
   let envelope: WebhookEnvelope<T>;

@@ -1,4 +1,3 @@
-import { createSecretKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { findClient } from '../../src/clients/queries.ts';
@@ -6,6 +5,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Db, QueryOptions } from '../../src/db/db.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createSsoService } from '../../src/sso/service.ts';
+import { signingKeysOf } from '../../src/sso/keys.ts';
 import { findUserByUsername } from '../../src/users/queries.ts';
 import { deliveryLeaseMs, startDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
@@ -28,7 +28,7 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   afterAll(() => t.drop());
 
   async function issue(outbox: EventOutbox, count: number): Promise<void> {
-    const sso = createSsoService({ db: t.db, config, signingKey: createSecretKey(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
+    const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
     const client = (await findClient(t.db, 'handoff'))!;
     const user = (await findUserByUsername(t.db, 'handoff'))!;
     // issued together: one statement records them all

@@ -44,7 +44,9 @@ describe('webhook registration API', () => {
     const again = await app.http.delete(`/api/webhooks/${id}`, { headers: admin });
     expect(again.status).toBe(404);
     expect(again.body.error).toBe('webhook_not_found');
-    expect((await app.http.delete('/api/webhooks/not-a-number', { headers: admin })).status).toBe(404);
+    const malformed = await app.http.delete('/api/webhooks/not-a-number', { headers: admin });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toBe('invalid_id');
     expect((await app.http.get('/api/webhooks/999999/deliveries', { headers: admin })).status).toBe(404);
   });
 

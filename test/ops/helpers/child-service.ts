@@ -8,7 +8,7 @@ import { loadConfig } from '../../../src/config.ts';
 import { createServices, type Services } from '../../../src/deps.ts';
 import { migrate } from '../../../src/db/migrate.ts';
 import { openDatabase } from '../../../src/db/open.ts';
-import { loadSigningKey } from '../../../src/sso/keys.ts';
+import { loadSigningKeys } from '../../../src/sso/keys.ts';
 import { TEST_ENV } from '../../helpers/app.ts';
 import { createTestDatabase } from '../../helpers/db.ts';
 import { freePort, request } from '../../helpers/http.ts';
@@ -37,7 +37,7 @@ export async function seed<T>(env: Record<string, string>, fn: (services: Servic
   const db = await openDatabase(config, { serve: false });
   try {
     await migrate(db);
-    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKey: await loadSigningKey(config) });
+    const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKeys: await loadSigningKeys(config) });
     return await fn(services);
   } finally {
     await db.close();

@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashClientSecret } from '../../src/clients/credentials.ts';
+import { auditOf, signedIn, type SignedIn } from '../admin/support.ts';
+import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+import { admin } from '../helpers/cli.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+import { eventually } from '../webhooks/receiver.ts';
+
+/** Client secret rotation with a grace period: CLI, admin API and panel. */
+describe('client secret rotation', () => {
+  let app: TestApp;
+  let user: Awaited<ReturnType<typeof makeUser>>;
+  let administrator: SignedIn;
+  beforeAll(async () => {
+    app = await startTestApp();
+    user = await makeUser(app);
+    administrator = await signedIn(app, 'admin');
+  });
+  afterAll(() => app?.close());
+
+  /** Whether this client id and secret obtain a token. */
+  const works = async (clientId: string, secret: string) => {
+    const r = await app.http.post('/api/sso/token', { client_id: clientId, client_secret: secret, username: user.username });
+    if (r.status !== 200) expect(r.body.error, r.text).toBe('invalid_client');
+    return r.status === 200;
+  };
+  const rotateByCli = async (clientId: string, extra: string[] = []) => {
+    const r = await admin(app, ['client', 'rotate-secret', clientId, ...extra, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as { client_id: string; client_secret: string; previous_secret_expires_at: string | null };
+  };
+
+  it('keeps the old secret working during the grace given on the command line, and audits rotation and grace', async () => {
+    const client = await makeClient(app);
+    const startedAt = Date.now();
+    const rotated = await rotateByCli(client.client_id, ['--grace-seconds', '3600']);
+    expect(rotated.client_secret).not.toBe(client.client_secret);
+    const until = Date.parse(rotated.previous_secret_expires_at!);
+    expect(until - startedAt).toBeGreaterThan(3500_000);
+    expect(until - startedAt).toBeLessThan(3700_000);
+    expect(await works(client.client_id, client.client_secret), 'old secret during the grace').toBe(true);
+    expect(await works(client.client_id, rotated.client_secret), 'new secret').toBe(true);
+    const [audit] = (await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id);
+    expect(audit.details).toMatchObject({ via: 'cli', grace_seconds: 3600, previous_secret_expires_at: rotated.previous_secret_expires_at });
+    expect(JSON.stringify(audit.details)).not.toContain(rotated.client_secret);
+  });
+
+  it('stores the previous secret hashed, like the current one', async () => {
+    const client = await makeClient(app);
+    await rotateByCli(client.client_id, ['--grace-seconds', '600']);
+    const row = (await app.db.query<{ previous_secret_hash: string; previous_secret_expires_at: Date }>(
+      'SELECT previous_secret_hash, previous_secret_expires_at FROM clients WHERE client_id = $1', [client.client_id])).rows[0];
+    expect(row.previous_secret_hash).toBe(hashClientSecret(client.client_secret));
+    expect(row.previous_secret_expires_at).not.toBe(null);
+  });
+
+  it('accepts only the new secret once the grace has ended, by the database clock', async () => {
+    const client = await makeClient(app);
+    const rotated = await rotateByCli(client.client_id, ['--grace-seconds', '2']);
+    expect(await works(client.client_id, rotated.client_secret)).toBe(true);
+    await eventually(async () => !(await works(client.client_id, client.client_secret)), 15_000, 'the old secret to expire');
+    const now = (await app.db.query<{ now: Date }>('SELECT now() AS now')).rows[0].now;
+    expect(new Date(now).getTime(), 'refused only after its expiry').toBeGreaterThanOrEqual(Date.parse(rotated.previous_secret_expires_at!));
+    expect(await works(client.client_id, rotated.client_secret)).toBe(true);
+  });
+
+  it('without a grace the old secret fails at once, as before', async () => {
+    const client = await makeClient(app);
+    const rotated = await rotateByCli(client.client_id);
+    expect(rotated.previous_secret_expires_at).toBe(null);
+    expect(await works(client.client_id, client.client_secret)).toBe(false);
+    expect(await works(client.client_id, rotated.client_secret)).toBe(true);
+    const [audit] = (await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id);
+    expect(audit.details.grace_seconds).toBe(0);
+  });
+
+  it('keeps one previous secret: rotating again ends the earlier grace', async () => {
+    const client = await makeClient(app);
+    const second = await rotateByCli(client.client_id, ['--grace-seconds', '600']);
+    const third = await rotateByCli(client.client_id, ['--grace-seconds', '600']);
+    expect(await works(client.client_id, client.client_secret)).toBe(false);
+    expect(await works(client.client_id, second.client_secret)).toBe(true);
+    expect(await works(client.client_id, third.client_secret)).toBe(true);
+  });
+
+  it('refuses a malformed or too long grace on the command line', async () => {
+    const client = await makeClient(app);
+    for (const bad of ['-5', 'soon', '1.5']) {
+      const r = await admin(app, ['client', 'rotate-secret', client.client_id, '--grace-seconds', bad]);
+      expect(r.code, bad).not.toBe(0);
+    }
+    const tooLong = await admin(app, ['client', 'rotate-secret', client.client_id, '--grace-seconds', '99999999']);
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.stderr).toMatch(/grace_seconds/);
+    expect(await works(client.client_id, client.client_secret), 'nothing was rotated').toBe(true);
+  });
+
+  it('takes grace_seconds in the body of the admin API', async () => {
+    const client = await makeClient(app);
+    const path = `/api/admin/clients/${client.client_id}/rotate-secret`;
+    for (const bad of [{ grace_seconds: -1 }, { grace_seconds: 'an hour' }, { grace_seconds: 2.5 }, { grace_seconds: 99999999 }, { grace: 5 }]) {
+      const r = await app.http.post(path, bad, administrator.as);
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect(r.body.error).toBe('validation_error');
+    }
+    const r = await app.http.post(path, { grace_seconds: 600 }, administrator.as);
+    expect(r.status, r.text).toBe(200);
+    expect(Object.keys(r.body).sort()).toStrictEqual(['client_id', 'client_secret', 'previous_secret_expires_at']);
+    expect(await works(client.client_id, client.client_secret)).toBe(true);
+    expect(await works(client.client_id, r.body.client_secret)).toBe(true);
+    const shown = await app.http.get(`/api/admin/clients/${client.client_id}`, administrator.as);
+    expect(shown.body.previous_secret_expires_at, 'the client shows until when the old secret works').toBe(r.body.previous_secret_expires_at);
+    const [audit] = (await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id);
+    expect(audit.details).toMatchObject({ via: 'admin_api', grace_seconds: 600 });
+    // an empty body is still a rotation without grace
+    const plain = await app.http.post(path, undefined, administrator.as);
+    expect(plain.status, plain.text).toBe(200);
+    expect(plain.body.previous_secret_expires_at).toBe(null);
+    expect(await works(client.client_id, r.body.client_secret)).toBe(false);
+    expect(await works(client.client_id, plain.body.client_secret)).toBe(true);
+    expect((await app.http.get(`/api/admin/clients/${client.client_id}`, administrator.as)).body.previous_secret_expires_at).toBe(null);
+  });
+
+  it('offers the grace in the panel\'s regenerate form and shows until when the old secret works', async () => {
+    const client = await makeClient(app);
+    const s = formSession(await app.listen());
+    const login = await s.get('/login');
+    const signed = await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: administrator.user.username, password: administrator.user.password });
+    expect(signed.status).toBe(303);
+    const confirm = await s.get(`/admin/clients/${client.client_id}/regenerate`);
+    expect(confirm.text).toMatch(/name="grace_seconds"/);
+    const done = await s.post(`/admin/clients/${client.client_id}/regenerate`, { _csrf: hiddenField(confirm.text, '_csrf'), grace_seconds: '3600' });
+    expect(done.status).toBe(303);
+    const page = await s.get(done.headers.location as string);
+    const secret = page.text.match(/id="client-secret" type="text" readonly value="([^"]+)"/)?.[1];
+    expect(secret).toBeTruthy();
+    expect(page.text).toMatch(/The previous secret keeps working until \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/);
+    expect(page.text).toContain('data-field="previous-secret"');
+    expect(await works(client.client_id, client.client_secret)).toBe(true);
+    expect(await works(client.client_id, secret!)).toBe(true);
+    const [audit] = (await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id);
+    expect(audit.details).toMatchObject({ via: 'admin_panel', grace_seconds: 3600 });
+    // the form's default is no grace
+    const again = await s.get(`/admin/clients/${client.client_id}/regenerate`);
+    expect(again.text).toMatch(/<option value="0" selected>/);
+  });
+
+  it('still authenticates a client inserted with plain SQL that names none of the rotation columns', async () => {
+    const id = unique('sql-client-');
+    const secret = 'a-secret-written-by-hand-into-the-database';
+    await app.db.query(
+      `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips)
+       VALUES ($1, 'By SQL', $2, 'base', 'https://sql.example/cb', '{127.0.0.1,::1}')`,
+      [id, hashClientSecret(secret)],
+    );
+    expect(await works(id, secret)).toBe(true);
+    expect(await works(id, 'another-secret-another-secret-0123')).toBe(false);
+  });
+});
