@@ -34,6 +34,8 @@ const OPTIONS = {
   'full-name': { type: 'string' },
   inactive: { type: 'boolean' },
   'base-url': { type: 'string' },
+  status: { type: 'string' },
+  client: { type: 'string' },
 } as const;
 
 /**
