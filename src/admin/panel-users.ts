@@ -18,7 +18,7 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
 
   const list: RequestHandler = async (req, res) => {
     const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
-    renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200), pendingLinks: await links.list({ status: 'pending' }, 100) });
+    renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200), pendingLinks: q ? [] : await links.list({ status: 'pending' }, 100) });
   };
 
   const renderNew = (req: Request, res: Response, form: Record<string, string> = {}, error?: string) => {
