@@ -62,7 +62,7 @@ export async function findLink(q: Queryable, userId: number, clientId: string, l
   return r.rows[0] ?? null;
 }
 
-/** True when `name` (normalized) is `userId`'s current link name at the client. */
+/** True when `name` and the link's name are one name, normalized as the unique index compares them. */
 export async function isSameName(q: Queryable, link: LinkRow, name: string): Promise<boolean> {
   const r = await q.query<{ same: boolean }>(`SELECT ${KEY_OF('$1')} = ${KEY_OF('$2')} AS same`, [link.external_username, name]);
   return r.rows[0]?.same === true;
@@ -119,7 +119,7 @@ export async function activateLink(
      ), updated AS (
        UPDATE user_client_links l
           SET status = 'active', confirmed_at = now(), confirmed_by = $3,
-              external_username = COALESCE(btrim($4::text), l.external_username)
+              external_username = COALESCE($4::text, l.external_username)
          FROM target t
         WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND t.status = 'pending'
        RETURNING ${LINK_COLUMNS}
@@ -153,13 +153,4 @@ export async function listLinks(
     [filter.status ?? null, filter.clientId ?? null, filter.userId ?? null, limit],
   );
   return r.rows;
-}
-
-/** The name an active link puts in the user's tokens for that client, or null. */
-export async function activeLinkName(q: Queryable, userId: number, clientId: string): Promise<string | null> {
-  const r = await q.query<{ external_username: string }>(
-    `SELECT external_username FROM user_client_links WHERE user_id = $1 AND client_id = $2 AND status = 'active'`,
-    [userId, clientId],
-  );
-  return r.rows[0]?.external_username ?? null;
 }

@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/service.ts';
 import { findUserById } from '../users/queries.ts';
 import {
-  activateLink, activeLinkName, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName,
+  activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName,
   type LinkListRow, type LinkRow, type LinkStatus, listLinks,
 } from './queries.ts';
 
@@ -75,11 +75,8 @@ export function createLinkService(deps: { db: Db }) {
     /** Active client systems with the user's link and its state, for the dashboard. */
     dashboard: (userId: number) => dashboardSystems(db, userId),
 
-    /** The user's link at a client (any state), or null. */
+    /** The user's link at a client (any state), or null. Only an active one's name goes into tokens. */
     find: (userId: number, clientId: string) => findLink(db, userId, clientId),
-
-    /** The name for the user's tokens at this client: the active link's, or null for their own. */
-    tokenName: (userId: number, clientId: string) => activeLinkName(db, userId, clientId),
 
     /**
      * Claims `name` at an active client system as pending. The same name again changes
