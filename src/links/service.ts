@@ -35,6 +35,7 @@ export interface ListedLink extends PublicLink {
 /** The answer to a refused claim: the same whoever holds the name, and whether it is proven yet. */
 const NAME_TAKEN = 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.';
 
+/** A link as the APIs answer it: times as ISO strings. */
 export function toPublicLink(l: LinkRow): PublicLink {
   return {
     user_id: l.user_id,
