@@ -12,6 +12,7 @@ import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts'
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { healthRoutes } from './health/routes.ts';
+import { adminLinkRoutes, clientLinkRoutes } from './links/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
 import { openApiRoutes } from './openapi/routes.ts';
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): Express {
     metricsRoutes(deps.deps.metrics),
     openApiRoutes(),
     ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
+    clientLinkRoutes({ links: deps.links, clients: deps.clients }),
   ]) {
     app.use(router);
   }
@@ -69,9 +71,10 @@ export function createApp(deps: AppDeps): Express {
     userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
     adminApiRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, userLimit: deps.limiters.user }),
-    adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, userLimit: deps.limiters.user }),
+    adminLinkRoutes({ links: deps.links, userLimit: deps.limiters.user }),
+    adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, links: deps.links, userLimit: deps.limiters.user }),
     pageRoutes({
-      db, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
+      db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
       dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',
     }),
   ]) {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createUserAdmin } from './admin/users.ts';
 import { createAuthService } from './auth/service.ts';
 import { createClientService } from './clients/service.ts';
+import { createLinkService } from './links/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
@@ -33,6 +34,7 @@ export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox
     users,
     userAdmin: createUserAdmin({ db: deps.db, users }),
     sso: createSsoService(deps),
+    links: createLinkService({ db: deps.db }),
     webhooks: createWebhookService(deps),
     auth: createAuthService(deps),
   };

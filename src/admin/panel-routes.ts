@@ -1,12 +1,14 @@
 import { type RequestHandler, Router } from 'express';
 import type { ClientService } from '../clients/service.ts';
 import type { Db } from '../db/db.ts';
+import type { LinkService } from '../links/service.ts';
 import { noStore } from '../http/no-store.ts';
 import { validateBody } from '../http/validate.ts';
 import { requireCsrf } from '../pages/csrf.ts';
 import type { WebhookService } from '../webhooks/service.ts';
 import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
+import { linkPanel } from './panel-links.ts';
 import { adminFormBody as form, backWithError, requireAdminPage as admin } from './panel-common.ts';
 import { overviewPanel } from './panel-overview.ts';
 import { userPanel } from './panel-users.ts';
@@ -18,12 +20,13 @@ import type { UserAdmin } from './users.ts';
  * under the per-user limit of user management. Every answer is no-store (pages show client
  * secrets once); every form is CSRF-checked before it changes anything.
  */
-export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdmin: UserAdmin; webhooks: WebhookService; userLimit: RequestHandler }): Router {
+export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdmin: UserAdmin; webhooks: WebhookService; links: LinkService; userLimit: RequestHandler }): Router {
   const { userLimit: limit } = deps;
   const home = overviewPanel(deps);
   const clients = clientPanel(deps);
   const users = userPanel(deps);
   const hooks = webhookPanel(deps);
+  const links = linkPanel(deps);
   const client = '/admin/clients/:client_id';
   const user = '/admin/users/:id';
   const hook = '/admin/webhooks/:id';
@@ -49,6 +52,8 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.post(`${user}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), users.setActive, back(user));
   r.post(`${user}/unlock`, noStore, form, limit, admin, requireCsrf, users.unlock, back(user));
   r.post(`${user}/reset-2fa`, noStore, form, limit, admin, requireCsrf, users.resetTwoFactor, back(user));
+  r.post(`${user}/links/:client_id/approve`, noStore, form, limit, admin, requireCsrf, links.approve, back(user));
+  r.post(`${user}/links/:client_id/revoke`, noStore, form, limit, admin, requireCsrf, links.revoke, back(user));
 
   r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
   r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, back('/admin/webhooks'));

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
+import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm } from './form-schemas.ts';
@@ -10,14 +11,14 @@ import type { UserAdmin } from './users.ts';
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
 export const PANEL_ROLES = ['user', 'admin'];
 
-/** The panel's user pages: list and search, create, detail (edit, activate, unlock, reset 2FA, links). */
-export function userPanel(deps: { userAdmin: UserAdmin }) {
-  const { userAdmin } = deps;
+/** The panel's user pages: list and search (with links awaiting approval), create, detail (edit, activate, unlock, reset 2FA, links). */
+export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
+  const { userAdmin, links } = deps;
   const detailUrl = (id: number) => `/admin/users/${id}`;
 
   const list: RequestHandler = async (req, res) => {
     const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
-    renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200) });
+    renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200), pendingLinks: q ? [] : await links.list({ status: 'pending' }, 100) });
   };
 
   const renderNew = (req: Request, res: Response, form: Record<string, string> = {}, error?: string) => {

@@ -4,6 +4,7 @@ import { setTotpEnabled } from '../auth/queries.ts';
 import type { Actor } from '../clients/service.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
+import { type LinkProver, type LinkStatus, listLinks } from '../links/queries.ts';
 import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
 import type { UserService } from '../users/service.ts';
 import { normalizeUsername } from '../users/username.ts';
@@ -20,7 +21,11 @@ export interface UserLink {
   client_id: string;
   client_name: string;
   external_username: string;
+  /** Only an active (proven) link's name goes into tokens. */
+  status: LinkStatus;
   linked_at: string;
+  confirmed_at: string | null;
+  confirmed_by: LinkProver | null;
 }
 
 type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date };
@@ -94,15 +99,15 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
 
     get: getOr404,
 
-    /** The client systems a user linked on the dashboard. */
+    /** The client systems a user linked on the dashboard, with each link's state. */
     async links(id: number): Promise<UserLink[]> {
-      const r = await db.query<{ client_id: string; client_name: string; external_username: string; created_at: Date }>(
-        `SELECT l.client_id, c.client_name, l.external_username, l.created_at
-           FROM user_client_links l JOIN clients c ON c.client_id = l.client_id
-          WHERE l.user_id = $1 ORDER BY lower(c.client_name), l.client_id`,
-        [id],
-      );
-      return r.rows.map((l) => ({ client_id: l.client_id, client_name: l.client_name, external_username: l.external_username, linked_at: new Date(l.created_at).toISOString() }));
+      const rows = await listLinks(db, { userId: id }, 500);
+      return rows
+        .sort((a, b) => a.client_name.toLowerCase().localeCompare(b.client_name.toLowerCase()) || a.client_id.localeCompare(b.client_id))
+        .map((l) => ({
+          client_id: l.client_id, client_name: l.client_name, external_username: l.external_username, status: l.status,
+          linked_at: new Date(l.created_at).toISOString(), confirmed_at: l.confirmed_at ? new Date(l.confirmed_at).toISOString() : null, confirmed_by: l.confirmed_by,
+        }));
     },
 
     /** Creates a user (the shared user service checks name, email and password). */

@@ -1,7 +1,9 @@
 import type { Services } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { toPublicClient } from '../clients/service.ts';
-import type { UserRecord } from '../users/queries.ts';
+import { toPublicLink } from '../links/service.ts';
+import { findUserByUsername, type UserRecord } from '../users/queries.ts';
+import { normalizeUsername } from '../users/username.ts';
 import { demoBanner, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
@@ -29,6 +31,9 @@ export const USAGE = `Usage: npm run admin -- <command> [--json]
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
   user set-active USERNAME true|false
   user unlock USERNAME
+  link list [--status pending|active] [--client CLIENT_ID]
+  link approve USERNAME CLIENT_ID   prove a user's pending dashboard link: its name goes into tokens
+  link revoke USERNAME CLIENT_ID    remove a dashboard link; its name stops at once
   demo [--base-url URL]      create (or refresh) the demo client and user; not in production
   prune [--dry-run]          delete now what is past retention (TOKEN_RETENTION, WEBHOOK_RETENTION,
                              AUDIT_RETENTION), expired sessions and idle failed-login counters;
@@ -125,6 +130,32 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const username = rest[0] ?? usage('user unlock USERNAME');
       const r = await services.users.unlock(username, ACTOR);
       return { json: { username: r.username, locked: false }, text: `${r.username} is unlocked` };
+    }
+    case 'link list': {
+      const status = args.options.status;
+      if (status !== undefined && status !== 'pending' && status !== 'active') usage('link list [--status pending|active] [--client CLIENT_ID]');
+      const clientId = typeof args.options.client === 'string' ? args.options.client : undefined;
+      const links = await services.links.list({ status, clientId }, 1000);
+      const text = links.length === 0
+        ? 'No links.'
+        : links.map((l) => `${l.username}\t${l.client_id}\t${l.external_username}\t${l.status}\t${l.requested_at}`).join('\n');
+      return { json: links, text };
+    }
+    case 'link approve':
+    case 'link revoke': {
+      const [username, clientId] = rest;
+      if (!username || !clientId) usage(`${key} USERNAME CLIENT_ID`);
+      const user = await findUserByUsername(services.deps.db, normalizeUsername(username));
+      if (!user) throw new AppError(404, 'user_not_found', `No user ${normalizeUsername(username)}`);
+      if (action === 'approve') {
+        const link = await services.links.approve(user.id, clientId, ACTOR);
+        return { json: toPublicLink(link), text: `${user.username} is ${link.external_username} at ${link.client_id} (active)` };
+      }
+      const { link, invalidatedTokens } = await services.links.revoke(user.id, clientId, ACTOR);
+      return {
+        json: { revoked: toPublicLink(link), invalidated_tokens: invalidatedTokens },
+        text: `Revoked: ${user.username} is no longer ${link.external_username} at ${link.client_id} (${invalidatedTokens} unused token(s) invalidated)`,
+      };
     }
     case 'demo': {
       const { config } = services.deps;

@@ -36,6 +36,8 @@ const OPTIONS = {
   'base-url': { type: 'string' },
   'dry-run': { type: 'boolean' },
   'grace-seconds': { type: 'string' },
+  status: { type: 'string' },
+  client: { type: 'string' },
 } as const;
 
 /**

@@ -4,6 +4,7 @@ import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from '../sso
 import { twoFactorCodeSchema } from '../users/schemas.ts';
 import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
 import { ADMIN_OPERATIONS } from './operations-admin.ts';
+import { LINK_OPERATIONS } from './operations-links.ts';
 import { badClient, type DocResponse, err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
 
@@ -223,19 +224,21 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'post', path: '/dashboard/link', tag: 'Pages', access: 'browser', bodyType: 'form',
-    summary: 'Link a client system with the username used there',
+    summary: 'Claim the username used at a client system (pending until the system or an administrator confirms it)',
+    description: 'Refused (back to the dashboard with the reason) when another account holds or has claimed that name at that system; the answer does not say which. Claiming another name replaces the link, pending again.',
     body: linkFormSchema, example: { client_id: 'shop', external_username: 'alice.shop' },
     responses: { 303: redirect('Back to the dashboard'), 400: html('Invalid form'), 403: html('Missing or wrong CSRF token') },
   },
   {
     method: 'post', path: '/dashboard/unlink', tag: 'Pages', access: 'browser', bodyType: 'form',
-    summary: 'Unlink a client system',
+    summary: 'Withdraw the link to a client system (pending or active); its name stops at once',
     body: clientFormSchema, example: { client_id: 'shop' },
     responses: { 303: redirect('Back to the dashboard'), 400: html('Invalid form'), 403: html('Missing or wrong CSRF token') },
   },
   {
     method: 'post', path: '/dashboard/sign-in', tag: 'Pages', access: 'browser', bodyType: 'form',
     summary: 'One-click sign-in to a linked client system',
+    description: 'The token\'s `username` claim is the linked name only when the link is active; for a pending link it is the user\'s own username.',
     body: clientFormSchema, example: { client_id: 'shop' },
     responses: { 303: redirect('To the client\'s callback with ?token='), 400: html('Invalid form or not linked'), 403: html('Missing or wrong CSRF token') },
   },
@@ -256,4 +259,5 @@ export const OPERATIONS: Operation[] = [
   { method: 'get', path: '/docs', tag: 'Operations', access: 'public', summary: 'This API reference, readable', responses: { 200: html('The reference page') } },
 
   ...ADMIN_OPERATIONS,
+  ...LINK_OPERATIONS,
 ];

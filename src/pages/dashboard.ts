@@ -1,12 +1,11 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { ClientService } from '../clients/service.ts';
-import type { Db } from '../db/db.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
+import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/queries.ts';
-import { findLink, linkClient, listDashboardSystems, unlinkClient } from './links.ts';
 import { sendToClient } from './login.ts';
 import { flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';
@@ -37,13 +36,13 @@ function hostOf(url: string): string {
   }
 }
 
-/** The dashboard: client systems, links, and one-click sign-in. */
-export function dashboardHandlers(deps: { db: Db; clients: Pick<ClientService, 'findClient'>; sso: SsoService }) {
-  const { db, clients, sso } = deps;
+/** The dashboard: client systems, links and their state, and one-click sign-in. */
+export function dashboardHandlers(deps: { links: LinkService; clients: Pick<ClientService, 'findClient'>; sso: SsoService }) {
+  const { links, clients, sso } = deps;
 
   const show: RequestHandler = async (req, res) => {
     const user = signedInUser(res);
-    const systems = await listDashboardSystems(db, user.id);
+    const systems = await links.dashboard(user.id);
     renderPage(req, res, 'dashboard', {
       nav: 'dashboard',
       systems: systems.map((s) => ({ ...s, host: hostOf(s.callback_url) })),
@@ -53,34 +52,42 @@ export function dashboardHandlers(deps: { db: Db; clients: Pick<ClientService, '
     });
   };
 
+  /** Claims a name; it stays pending (and out of tokens) until the system or an administrator proves it. */
   const link: RequestHandler = async (req, res) => {
     const user = signedInUser(res);
     const form = input(res, linkFormSchema);
-    await linkClient(db, user, form.client_id, form.external_username, linkContext(req));
-    flashNext(req, { type: 'success', text: `Linked: you are ${form.external_username} there.` });
+    const { link: claimed, changed } = await links.request(user, form.client_id, form.external_username, linkContext(req));
+    flashNext(req, claimed.status === 'active'
+      ? { type: 'info', text: `Already linked: you are ${claimed.external_username} there.` }
+      : { type: changed ? 'success' : 'info', text: `Link requested: ${claimed.external_username} is awaiting confirmation by that system or an administrator. Until then you sign in there as ${user.username}.` });
     res.redirect(303, '/dashboard');
   };
 
+  /** Withdraws the user's link (pending or active); its name stops at once. */
   const unlink: RequestHandler = async (req, res) => {
     const user = signedInUser(res);
     const form = input(res, clientFormSchema);
-    const removed = await unlinkClient(db, user, form.client_id, linkContext(req));
+    const removed = await links.withdraw(user, form.client_id, linkContext(req));
     flashNext(req, removed ? { type: 'success', text: 'The link was removed.' } : { type: 'info', text: 'That system was not linked.' });
     res.redirect(303, '/dashboard');
   };
 
-  /** A token whose `username` claim is the linked name, then the 303 to the registered callback. */
+  /**
+   * A token, then the 303 to the registered callback. Its `username` claim is the linked name
+   * only when the link is active (proven); a pending link signs in under the user's own name.
+   */
   const signIn: RequestHandler = async (req, res) => {
     const user = signedInUser(res);
     const form = input(res, clientFormSchema);
     const client = await clients.findClient(form.client_id);
-    const externalUsername = client?.active ? await findLink(db, user.id, client.client_id) : null;
-    if (!client || externalUsername === null) {
+    const link = client?.active ? await links.find(user.id, client.client_id) : null;
+    if (!client || !link) {
       throw new AppError(404, 'link_not_found', 'Link that system first: it is not linked to your account or no longer active.');
     }
+    // a link revoked between this read and the validation fails there (src/sso/queries.ts)
     await sendToClient(req, res, sso, client, user, {
       twoFactorUsed: req.session.twoFactorUsed === true,
-      claimUsername: externalUsername,
+      ...(link.status === 'active' ? { claimUsername: link.external_username } : {}),
       flow: 'dashboard',
     });
   };

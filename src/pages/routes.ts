@@ -2,6 +2,7 @@ import { type RequestHandler, Router } from 'express';
 import type { AuthService } from '../auth/service.ts';
 import type { ClientService } from '../clients/service.ts';
 import type { Db } from '../db/db.ts';
+import type { LinkService } from '../links/service.ts';
 import { noStore } from '../http/no-store.ts';
 import { formBody as formBodyParser } from '../http/text-guard.ts';
 import { validateBody } from '../http/validate.ts';
@@ -24,6 +25,7 @@ const formBody = formBodyParser({ parameterLimit: 20 });
  */
 export function pageRoutes(deps: {
   db: Db;
+  links: LinkService;
   auth: AuthService;
   sso: SsoService;
   clients: ClientService;

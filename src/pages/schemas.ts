@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { externalUsername } from '../links/schemas.ts';
 
 /** `state` is opaque to us and travels back in a URL: bounded, printable, no control characters. */
 const state = z.string().min(1).max(1024).regex(/^[^\p{Cc}]*$/u);
@@ -34,7 +35,7 @@ export type LoginForm = z.infer<typeof loginFormSchema>;
 /** Dashboard: link a client system with the username the user has there. */
 export const linkFormSchema = z.object({
   client_id: clientId,
-  external_username: z.string().trim().min(1, 'Enter your username at that system').max(128).regex(/^[^\p{Cc}]*$/u, 'The username contains control characters'),
+  external_username: externalUsername,
 });
 
 /** Dashboard: unlink, or sign in to, one client system. */

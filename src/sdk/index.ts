@@ -5,6 +5,7 @@
  *   const sso = createSsoClient({ baseUrl: 'https://auth.example.com', clientId, clientSecret });
  *   const { redirect_url } = await sso.issueToken('alice', { ipAddress: endUserIp });
  *   const { user } = await sso.validateToken(tokenFromCallback, { ipAddress: endUserIp });
+ *   await sso.confirmLink(user.id, localUsername); // a dashboard link, once proven here
  *
  * Self-contained (global fetch and node:crypto only) so a client system can take this file and
  * src/webhooks/verify.ts without the rest of the service. Every failure is an SsoError.
@@ -50,6 +51,28 @@ export interface LogoutResult {
   invalidated_tokens: number;
 }
 
+/** A dashboard link as POST /api/sso/links/confirm answers it. */
+export interface ConfirmedLink {
+  user_id: number;
+  client_id: string;
+  /** The name at this client system, as this client confirmed it. */
+  external_username: string;
+  status: 'active';
+  requested_at: string;
+  confirmed_at: string;
+  confirmed_by: 'client' | 'admin';
+}
+
+/** A link awaiting this client's confirmation (POST /api/sso/links/pending). */
+export interface PendingLink {
+  user_id: number;
+  /** The user's username at the authentication service. */
+  account_username: string;
+  /** The name they claim at this client system. */
+  external_username: string;
+  requested_at: string;
+}
+
 /** Reasons the service gives for refusing a token at validation. */
 export const TOKEN_REJECTIONS = ['invalid_token', 'token_expired', 'token_already_used', 'token_revoked', 'ip_mismatch', 'user_inactive'] as const;
 export type TokenRejection = (typeof TOKEN_REJECTIONS)[number];
@@ -90,6 +113,15 @@ export interface SsoClient {
   validateToken(token: string, options?: { ipAddress?: string }): Promise<ValidatedToken>;
   /** Ends the sign-in of the user `token` was issued to: their unused tokens for this client die. */
   logout(token: string): Promise<LogoutResult>;
+  /**
+   * Proves a dashboard link: user `userId` of the service (the `user.id` of a validated token)
+   * is `username` here. Call it once you know it, e.g. after that person signed in here with
+   * this system's own password. Afterwards their dashboard tokens for this client carry
+   * `username`. 404 `link_not_found` unless the user claimed exactly that name here.
+   */
+  confirmLink(userId: number | string, username: string): Promise<ConfirmedLink>;
+  /** The dashboard links awaiting this client's confirmation, oldest first. */
+  pendingLinks(): Promise<PendingLink[]>;
 }
 
 /** Creates a client for the service at `options.baseUrl` with this client system's credentials. */
@@ -140,5 +172,7 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     issueToken: (username, o = {}) => post<IssuedToken>('/api/sso/token', { username, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
     validateToken: (token, o = {}) => post<ValidatedToken>('/api/sso/validate', { token, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
     logout: (token) => post<LogoutResult>('/api/sso/logout', { token }),
+    confirmLink: (userId, username) => post<ConfirmedLink>('/api/sso/links/confirm', { user_id: userId, username }),
+    pendingLinks: async () => (await post<{ links: PendingLink[] }>('/api/sso/links/pending', {})).links,
   };
 }

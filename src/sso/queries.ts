@@ -53,7 +53,8 @@ export interface ConsumeRequest {
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
  * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
  * only by the client it was issued for, only while unused, not invalidated, unexpired and
- * its user active; of any number of requests for one token, in this batch or in concurrent
+ * its user active, and (for a token naming a dashboard link) only while that link is still
+ * active, so a link revoked while its token was being issued lends that token nothing; of any number of requests for one token, in this batch or in concurrent
  * ones, exactly one gets the row back (a row is updated once, and a concurrent update waits
  * for the row lock and then sees `used_at` set). The success audit rows are written by the
  * same statement.
@@ -73,6 +74,9 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
        FROM req r, users u
        WHERE t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
          AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now()
+         AND (t.username = u.username OR EXISTS (
+           SELECT 1 FROM user_client_links l
+            WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
        RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, u.email, t.expires_at
      ), audit AS (
        INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
@@ -93,13 +97,27 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
   return result;
 }
 
+/** Why a token could not be consumed. `name_valid`: it names its user, or a link still active. */
+interface TokenState {
+  client_id: string;
+  used_at: Date | null;
+  invalidated_at: Date | null;
+  expires_at: Date;
+  user_active: boolean;
+  user_id: number;
+  name_valid: boolean;
+}
+
 /** The state of a token that could not be consumed, to say why. */
 export async function tokenState(
   q: Queryable,
   jti: string,
-): Promise<{ client_id: string; used_at: Date | null; invalidated_at: Date | null; expires_at: Date; user_active: boolean; user_id: number } | null> {
-  const r = await q.query<{ client_id: string; used_at: Date | null; invalidated_at: Date | null; expires_at: Date; user_active: boolean; user_id: number }>(
-    `SELECT t.client_id, t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id
+): Promise<TokenState | null> {
+  const r = await q.query<TokenState>(
+    `SELECT t.client_id, t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id,
+            (t.username = u.username OR EXISTS (
+              SELECT 1 FROM user_client_links l
+               WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username)) AS name_valid
      FROM sso_tokens t JOIN users u ON u.id = t.user_id WHERE t.jti = $1`,
     [jti],
   );

@@ -188,7 +188,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         const reason = !state || state.client_id !== client.client_id
           ? 'invalid_token'
           : state.used_at ? 'token_already_used'
-          : state.invalidated_at ? 'token_revoked'
+          : state.invalidated_at || !state.name_valid ? 'token_revoked'
           : !state.user_active ? 'user_inactive'
           : 'token_expired';
         throw await fail(reason, { jti: claims.jti, ...(state ? { user_id: state.user_id } : {}) });

@@ -29,7 +29,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     await app?.close();
   });
 
-  it('signs in at /dashboard, links a system, signs in there with one click as the linked name, unlinks', async () => {
+  it('signs in at /dashboard, links a system (pending, own name), the system confirms, one click signs in as the linked name, unlinks', async () => {
     const user = await makeUser(app, { fullName: 'Grace Hopper' });
     const context = await newContext(browser);
     const page = await context.newPage();
@@ -46,11 +46,27 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
     await card.getByRole('button', { name: 'Link' }).click();
     await page.waitForURL(`${await app.listen()}/dashboard`);
-    expect(await page.getByRole('status').innerText()).toMatch(/Linked: you are g\.hopper there/);
+    // a typed name is only a claim: pending, and tokens keep naming the user's own account
+    expect(await page.getByRole('status').innerText()).toMatch(/Link requested: g\.hopper is awaiting confirmation/);
     expect(await card.locator('.system__username').textContent()).toBe('g.hopper');
-    expect(await card.locator('.badge').textContent()).toBe('Linked');
+    expect(await card.locator('.badge').textContent()).toBe('Pending');
     const violations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
     expect(violations.map((v) => `${v.id}: ${v.help}`)).toStrictEqual([]);
+    await card.getByRole('button', { name: 'Sign in to Customer CRM' }).click();
+    await page.waitForURL(`${crm.origin}/callback?**`);
+    expect(claimsOf(crm.visits.at(-1)!.token).username, 'a pending link lends no name').toBe(user.username);
+
+    // the CRM proves the link, server to server with its credentials
+    const confirmed = await fetch(`${await app.listen()}/api/sso/links/confirm`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: crm.client_id, client_secret: crm.client_secret, user_id: user.id, username: 'g.hopper' }),
+    });
+    expect(confirmed.status).toBe(200);
+    await page.goto(`${await app.listen()}/dashboard`);
+    expect(await card.locator('.badge').textContent()).toBe('Linked');
+    const linkedViolations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
+    expect(linkedViolations.map((v) => `${v.id}: ${v.help}`)).toStrictEqual([]);
     await saveScreenshot(page, 'dashboard');
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'no sideways scrolling on a phone').toBeTruthy();
@@ -67,7 +83,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     const visit = crm.visits.at(-1)!;
     expect(visit.status, 'the client validated the token').toBe(200);
     expect(visit.answer.user.id).toBe(user.id);
-    expect(claimsOf(visit.token).username, 'the username claim is the linked name').toBe('g.hopper');
+    expect(claimsOf(visit.token).username, 'the username claim is the proven linked name').toBe('g.hopper');
     expect(claimsOf(visit.token).client_id).toBe(crm.client_id);
 
     await page.goto(`${await app.listen()}/dashboard`);

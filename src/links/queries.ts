@@ -1,0 +1,156 @@
+import type { Queryable } from '../db/db.ts';
+
+/** A link is pending until its client system or an administrator proves it. */
+export type LinkStatus = 'pending' | 'active';
+
+/** Who proved a link. */
+export type LinkProver = 'client' | 'admin';
+
+/** One user's username at one client system. */
+export interface LinkRow {
+  user_id: number;
+  client_id: string;
+  external_username: string;
+  status: LinkStatus;
+  created_at: Date;
+  confirmed_at: Date | null;
+  confirmed_by: LinkProver | null;
+}
+
+/** A link with the names administrators and client systems see next to it. */
+export interface LinkListRow extends LinkRow {
+  username: string;
+  client_name: string;
+}
+
+/** A client system as the dashboard lists it, with the user's link if any. */
+export interface DashboardSystemRow {
+  client_id: string;
+  client_name: string;
+  callback_url: string;
+  external_username: string | null;
+  status: LinkStatus | null;
+}
+
+const LINK_COLUMNS = 'l.user_id, l.client_id, l.external_username, l.status, l.created_at, l.confirmed_at, l.confirmed_by';
+
+/**
+ * The key a name is unique under at a client, as the generated column username_key computes
+ * it (migrations/0003_proven_links.sql), applied to a parameter.
+ */
+const KEY_OF = (param: string) => `lower(btrim(normalize(${param}::text, NFKC)))`;
+
+/** Active client systems, the user's links first, then by name. */
+export async function dashboardSystems(q: Queryable, userId: number): Promise<DashboardSystemRow[]> {
+  const r = await q.query<DashboardSystemRow>(
+    `SELECT c.client_id, c.client_name, c.callback_url, l.external_username, l.status
+       FROM clients c
+       LEFT JOIN user_client_links l ON l.client_id = c.client_id AND l.user_id = $1
+      WHERE c.active
+      ORDER BY (l.external_username IS NULL), lower(c.client_name), c.client_id`,
+    [userId],
+  );
+  return r.rows;
+}
+
+/** The user's link at one client system, locked for the transaction when `lock` is set. */
+export async function findLink(q: Queryable, userId: number, clientId: string, lock = false): Promise<LinkRow | null> {
+  const r = await q.query<LinkRow>(
+    `SELECT ${LINK_COLUMNS} FROM user_client_links l WHERE l.user_id = $1 AND l.client_id = $2${lock ? ' FOR UPDATE' : ''}`,
+    [userId, clientId],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** True when `name` and the link's name are one name, normalized as the unique index compares them. */
+export async function isSameName(q: Queryable, link: LinkRow, name: string): Promise<boolean> {
+  const r = await q.query<{ same: boolean }>(`SELECT ${KEY_OF('$1')} = ${KEY_OF('$2')} AS same`, [link.external_username, name]);
+  return r.rows[0]?.same === true;
+}
+
+/** True when the client system exists and is active. */
+export async function clientIsActive(q: Queryable, clientId: string): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM clients WHERE client_id = $1 AND active', [clientId]);
+  return r.rowCount > 0;
+}
+
+/**
+ * Inserts a pending link, unless the name (normalized) is held or pending for anyone at that
+ * client: then nothing is inserted and null comes back. The unique index decides, so two
+ * users racing for one name cannot both get it.
+ */
+export async function insertPendingLink(q: Queryable, userId: number, clientId: string, name: string): Promise<LinkRow | null> {
+  const r = await q.query<LinkRow>(
+    `INSERT INTO user_client_links AS l (user_id, client_id, external_username, status)
+     VALUES ($1, $2, $3, 'pending')
+     ON CONFLICT DO NOTHING
+     RETURNING ${LINK_COLUMNS}`,
+    [userId, clientId, name],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** Deletes the user's link at a client system; the deleted row, or null when there was none. */
+export async function deleteLink(q: Queryable, userId: number, clientId: string): Promise<LinkRow | null> {
+  const r = await q.query<LinkRow>(
+    `DELETE FROM user_client_links l WHERE l.user_id = $1 AND l.client_id = $2 RETURNING ${LINK_COLUMNS}`,
+    [userId, clientId],
+  );
+  return r.rows[0] ?? null;
+}
+
+/**
+ * Makes a pending link active, recording who proved it; with `name`, only when the link's
+ * name matches it (normalized), and then the prover's spelling is kept. Returns the link as it
+ * is afterwards (also when it was active already), or null when no such link exists.
+ */
+export async function activateLink(
+  q: Queryable,
+  userId: number,
+  clientId: string,
+  prover: LinkProver,
+  name?: string,
+): Promise<{ link: LinkRow; changed: boolean } | null> {
+  const r = await q.query<LinkRow & { changed: boolean }>(
+    `WITH target AS (
+       SELECT user_id, client_id, status FROM user_client_links
+        WHERE user_id = $1 AND client_id = $2 AND ($4::text IS NULL OR username_key = ${KEY_OF('$4')})
+        FOR UPDATE
+     ), updated AS (
+       UPDATE user_client_links l
+          SET status = 'active', confirmed_at = now(), confirmed_by = $3,
+              external_username = COALESCE($4::text, l.external_username)
+         FROM target t
+        WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND t.status = 'pending'
+       RETURNING ${LINK_COLUMNS}
+     )
+     SELECT *, true AS changed FROM updated
+     UNION ALL
+     SELECT ${LINK_COLUMNS}, false AS changed FROM user_client_links l JOIN target t USING (user_id, client_id)
+      WHERE t.status = 'active'`,
+    [userId, clientId, prover, name ?? null],
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  const { changed, ...link } = row;
+  return { link, changed };
+}
+
+/** Links matching the filter, oldest request first, with the account and client names. */
+export async function listLinks(
+  q: Queryable,
+  filter: { status?: LinkStatus; clientId?: string; userId?: number },
+  limit: number,
+): Promise<LinkListRow[]> {
+  const r = await q.query<LinkListRow>(
+    `SELECT ${LINK_COLUMNS}, u.username, c.client_name
+       FROM user_client_links l
+       JOIN users u ON u.id = l.user_id
+       JOIN clients c ON c.client_id = l.client_id
+      WHERE ($1::text IS NULL OR l.status = $1) AND ($2::text IS NULL OR l.client_id = $2) AND ($3::int IS NULL OR l.user_id = $3)
+      ORDER BY l.created_at, l.user_id, l.client_id
+      LIMIT $4`,
+    [filter.status ?? null, filter.clientId ?? null, filter.userId ?? null, limit],
+  );
+  return r.rows;
+}

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { adminLinksQuery, confirmLinkSchema, pendingLinksSchema } from '../links/schemas.ts';
+import { badClient, err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
+
+const creds = { client_id: 'shop', client_secret: 'kq3vZl0b5H3o0f7J9yVwz2mQn8xR1tUe4sAa6dCc' };
+const guarded = { 401: unauthenticated, 403: forbidden, 429: limited };
+const noLink = err('No such link', { error: 'link_not_found', message: 'alice has no link at shop' });
+const notAllowed = err('Caller IP not on the allow list', { error: 'ip_not_allowed', message: 'This address may not call this endpoint' });
+
+/** A dashboard link (README "Dashboard links"). */
+const link = z.object({
+  user_id: z.number().int(),
+  client_id: z.string(),
+  external_username: z.string().describe('The username at the client system'),
+  status: z.enum(['pending', 'active']).describe('Only an active link\'s name goes into tokens'),
+  requested_at: z.string(),
+  confirmed_at: z.string().nullable(),
+  confirmed_by: z.enum(['client', 'admin']).nullable(),
+}).meta({ id: 'Link' });
+const listedLink = link.extend({ username: z.string().describe('The account at this service'), client_name: z.string() });
+const pendingLinks = z.object({
+  links: z.array(z.object({ user_id: z.number().int(), account_username: z.string(), external_username: z.string(), requested_at: z.string() })),
+});
+
+const activeExample = {
+  user_id: 7, client_id: 'shop', external_username: 'alice.shop', status: 'active',
+  requested_at: '2026-01-31T12:00:00.000Z', confirmed_at: '2026-01-31T12:05:00.000Z', confirmed_by: 'client',
+};
+const pendingExample = { ...activeExample, status: 'pending', confirmed_at: null, confirmed_by: null };
+
+const api = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Administration', access: 'admin', limit: 'user', ...o });
+const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'browser', limit: 'user', ...o });
+const formDone = { 303: redirect('Done: back to the user (or the users page)'), 403: html('Missing or wrong CSRF token, or not an administrator') };
+
+/** Proving dashboard links: by the client system, by an administrator. */
+export const LINK_OPERATIONS: Operation[] = [
+  {
+    method: 'post', path: '/api/sso/links/confirm', tag: 'SSO', access: 'client+ip',
+    summary: 'Confirm a dashboard link: user `user_id` is `username` at the calling client system',
+    description: 'A user\'s dashboard link stays pending (tokens carry their own username) until the client system it names confirms it here, or an administrator approves it. '
+      + 'The client is the one whose credentials these are: it can only confirm names at itself. `user_id` is the `user.id` of a validated token (or its `user_id` claim). '
+      + 'The user must have claimed exactly `username` (compared normalized: NFKC, trimmed, case-insensitive); the confirmed spelling is kept. Confirming an active link again changes nothing.',
+    body: confirmLinkSchema,
+    example: { ...creds, user_id: 7, username: 'alice.shop' },
+    responses: {
+      200: { description: 'The link is active', schema: link, example: activeExample },
+      400: invalid, 401: badClient, 403: notAllowed,
+      404: err('No link of that user with that name at this client (the same answer for an unknown user)', { error: 'link_not_found', message: 'No link of that user with that username at this client system' }),
+    },
+  },
+  {
+    method: 'post', path: '/api/sso/links/pending', tag: 'SSO', access: 'client+ip',
+    summary: 'The dashboard links awaiting the calling client system\'s confirmation',
+    body: pendingLinksSchema,
+    example: creds,
+    responses: {
+      200: { description: 'Oldest first', schema: pendingLinks, example: { links: [{ user_id: 7, account_username: 'alice', external_username: 'alice.shop', requested_at: '2026-01-31T12:00:00.000Z' }] } },
+      400: invalid, 401: badClient, 403: notAllowed,
+    },
+  },
+  api({
+    method: 'get', path: '/api/admin/links', summary: 'Dashboard links, filtered by status, client and user',
+    query: adminLinksQuery,
+    responses: { 200: { description: 'Oldest request first', schema: listedLink.array(), example: [{ ...pendingExample, username: 'alice', client_name: 'Shop' }] }, 400: invalid, ...guarded },
+  }),
+  api({
+    method: 'post', path: '/api/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link: its name goes into the user\'s tokens',
+    responses: { 200: { description: 'The active link', schema: link, example: { ...activeExample, confirmed_by: 'admin' } }, 404: noLink, ...guarded },
+  }),
+  api({
+    method: 'delete', path: '/api/admin/users/:id/links/:client_id', summary: 'Revoke a dashboard link (pending or active); its name stops at once',
+    description: 'The user\'s unused tokens for that client are invalidated in the same transaction.',
+    responses: { 200: { description: 'The removed link', schema: z.object({ revoked: link, invalidated_tokens: z.number().int() }), example: { revoked: activeExample, invalidated_tokens: 0 } }, 404: noLink, ...guarded },
+  }),
+  panel({ method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link', bodyType: 'form', responses: formDone }),
+  panel({ method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', bodyType: 'form', responses: formDone }),
+];

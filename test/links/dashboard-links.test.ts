@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { apiSession, cardState, claimsOf, dashboardUser, flashOf, httpOf, linkAudit } from './support.ts';
+
+describe('dashboard links must be proven before their name goes into a token', () => {
+  let app: TestApp;
+  let http: Awaited<ReturnType<typeof httpOf>>;
+  beforeAll(async () => {
+    app = await startTestApp();
+    http = await httpOf(app);
+  });
+  afterAll(() => app.close());
+
+  const validate = (client: { client_id: string; client_secret: string }, token: string) =>
+    http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+  const confirm = (client: { client_id: string; client_secret: string }, body: Record<string, unknown>, localAddress?: string) =>
+    http.post('/api/sso/links/confirm', { client_id: client.client_id, client_secret: client.client_secret, ...body }, localAddress ? { localAddress } : {});
+
+  it('refuses the impersonation at every step: linking an administrator\'s name gives a token with the user\'s own name', async () => {
+    const client = await makeClient(app);
+    const boss = await makeUser(app, { role: 'admin' });
+    const mallory = await makeUser(app);
+    const m = await dashboardUser(app, mallory.username, mallory.password);
+
+    // step 1: the link is accepted only as a pending claim
+    expect(await m.link(client.client_id, 'root.admin')).toMatch(/awaiting confirmation/);
+    expect(cardState(await m.page(), client.client_id)).toBe('pending');
+    // step 2: the one-click sign-in names mallory, not the claimed name
+    const token = await m.signIn(client.client_id);
+    expect(claimsOf(token).username).toBe(mallory.username);
+    const validated = await validate(client, token);
+    expect(validated.status).toBe(200);
+    expect(validated.body.user).toStrictEqual({ id: mallory.id, username: mallory.username, email: mallory.email });
+    // step 3: mallory cannot prove it herself: not as a client without its secret, not as an administrator
+    const noSecret = await confirm({ client_id: client.client_id, client_secret: 'guessed' }, { user_id: mallory.id, username: 'root.admin' });
+    expect(noSecret.status).toBe(401);
+    const asUser = await apiSession(app, 'user');
+    const notAdmin = await http.post(`/api/admin/users/${mallory.id}/links/${client.client_id}/approve`, undefined, asUser.as);
+    expect(notAdmin.status).toBe(403);
+    // step 4: once the real holder proves the name, mallory's claim on it is gone for good
+    const bossSession = await dashboardUser(app, boss.username, boss.password);
+    expect(await bossSession.link(client.client_id, 'Root.Admin')).toMatch(/already linked to another account or awaiting confirmation/);
+    const stillPending = await app.db.query("SELECT status FROM user_client_links WHERE user_id = $1 AND client_id = $2", [mallory.id, client.client_id]);
+    expect(stillPending.rows).toStrictEqual([{ status: 'pending' }]);
+    const again = await m.signIn(client.client_id);
+    expect(claimsOf(again).username, 'still her own name').toBe(mallory.username);
+  });
+
+  it('puts the linked name in the token after the client system confirms the link, and says who proved it', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    await u.link(client.client_id, 'G.Hopper');
+    expect(claimsOf(await u.signIn(client.client_id)).username).toBe(user.username);
+
+    const wrongName = await confirm(client, { user_id: user.id, username: 'someone.else' });
+    expect(wrongName.status).toBe(404);
+    expect(wrongName.body.error).toBe('link_not_found');
+    const unknownUser = await confirm(client, { user_id: 999999, username: 'g.hopper' });
+    expect([unknownUser.status, unknownUser.body.error]).toStrictEqual([404, 'link_not_found']);
+
+    // the user_id claim of a token is a string: accepted as well as the number
+    const confirmed = await confirm(client, { user_id: String(user.id), username: 'g.hopper' });
+    expect(confirmed.status, confirmed.text).toBe(200);
+    expect(confirmed.body).toMatchObject({ user_id: user.id, client_id: client.client_id, external_username: 'g.hopper', status: 'active', confirmed_by: 'client' });
+
+    const token = await u.signIn(client.client_id);
+    expect(claimsOf(token).username, 'the confirmed spelling').toBe('g.hopper');
+    const validated = await validate(client, token);
+    expect(validated.status).toBe(200);
+    expect(validated.body.user.id).toBe(user.id);
+    expect(cardState(await u.page(), client.client_id)).toBe('active');
+
+    const twice = await confirm(client, { user_id: user.id, username: 'G.HOPPER' });
+    expect(twice.status, 'confirming an active link again is harmless').toBe(200);
+    const audit = await linkAudit(app, user.id);
+    expect(audit.map((a) => [a.action, a.outcome, a.details.via])).toStrictEqual([
+      ['user.link_client', 'success', 'page'],
+      ['user.link_confirm', 'success', 'client'],
+    ]);
+  });
+
+  it('lets a client system confirm only names at itself, and only from an allowed address', async () => {
+    const shop = await makeClient(app);
+    const wiki = await makeClient(app);
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    await u.link(shop.client_id, 'ada');
+
+    // the wiki's credentials speak for the wiki: the shop link is not its to confirm
+    const other = await confirm(wiki, { user_id: user.id, username: 'ada' });
+    expect([other.status, other.body.error]).toStrictEqual([404, 'link_not_found']);
+    // a client_id in the body cannot redirect the confirmation: it is the credential
+    const mixed = await http.post('/api/sso/links/confirm', { client_id: shop.client_id, client_secret: wiki.client_secret, user_id: user.id, username: 'ada' });
+    expect(mixed.status).toBe(401);
+    const elsewhere = await confirm(shop, { user_id: user.id, username: 'ada' }, '127.0.0.2');
+    expect([elsewhere.status, elsewhere.body.error]).toStrictEqual([403, 'ip_not_allowed']);
+    const status = await app.db.query('SELECT status FROM user_client_links WHERE user_id = $1', [user.id]);
+    expect(status.rows).toStrictEqual([{ status: 'pending' }]);
+
+    const pending = await http.post('/api/sso/links/pending', { client_id: shop.client_id, client_secret: shop.client_secret });
+    expect(pending.status).toBe(200);
+    expect(pending.body.links).toStrictEqual([{ user_id: user.id, account_username: user.username, external_username: 'ada', requested_at: expect.any(String) }]);
+    const wikiPending = await http.post('/api/sso/links/pending', { client_id: wiki.client_id, client_secret: wiki.client_secret });
+    expect(wikiPending.body.links).toStrictEqual([]);
+  });
+
+  it('gives a username at a client to one user only, and refuses others the same way whether it is held or pending', async () => {
+    const client = await makeClient(app);
+    const first = await makeUser(app);
+    const second = await makeUser(app);
+    const third = await makeUser(app);
+    const a = await dashboardUser(app, first.username, first.password);
+    const b = await dashboardUser(app, second.username, second.password);
+    const c = await dashboardUser(app, third.username, third.password);
+
+    await a.link(client.client_id, 'shared.name');
+    const whilePending = await b.link(client.client_id, '  SHARED.name ');
+    await confirm(client, { user_id: first.id, username: 'shared.name' });
+    const whileHeld = await c.link(client.client_id, 'Shared.Name');
+    expect(whilePending).toMatch(/already linked to another account or awaiting confirmation/);
+    expect(whileHeld, 'the same answer: nothing tells a pending claim from a proven one').toBe(whilePending);
+    for (const text of [whilePending, whileHeld]) {
+      expect(text).not.toContain(first.username);
+      expect(text).not.toContain(first.email);
+    }
+    const rows = await app.db.query<{ user_id: number }>('SELECT user_id FROM user_client_links WHERE client_id = $1', [client.client_id]);
+    expect(rows.rows).toStrictEqual([{ user_id: first.id }]);
+    const refused = await linkAudit(app, second.id);
+    expect(refused.map((r) => [r.action, r.outcome, r.details.reason])).toStrictEqual([['user.link_client', 'failure', 'name_taken']]);
+
+    // a refused new name keeps the user's old link as it was
+    await b.link(client.client_id, 'second.own');
+    await confirm(client, { user_id: second.id, username: 'second.own' });
+    await b.link(client.client_id, 'shared.name');
+    expect(claimsOf(await b.signIn(client.client_id)).username).toBe('second.own');
+  });
+
+  it('settles two users claiming one name at the same moment in the database: one gets it', async () => {
+    const client = await makeClient(app);
+    const users = await Promise.all([makeUser(app), makeUser(app), makeUser(app)]);
+    const outcomes = await Promise.allSettled(users.map((u) =>
+      app.services.links.request(u, client.client_id, 'Race.Winner', { ipAddress: '127.0.0.1', userAgent: null })));
+    expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1);
+    for (const o of outcomes.filter((x) => x.status === 'rejected')) expect((o as PromiseRejectedResult).reason.code).toBe('link_name_taken');
+    const rows = await app.db.query('SELECT 1 FROM user_client_links WHERE client_id = $1', [client.client_id]);
+    expect(rows.rowCount).toBe(1);
+  });
+
+  it('stops a link\'s name at once when the user withdraws it or links another name', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    await u.link(client.client_id, 'first.name');
+    await confirm(client, { user_id: user.id, username: 'first.name' });
+    const inFlight = await u.signIn(client.client_id);
+    expect(claimsOf(inFlight).username).toBe('first.name');
+
+    // another name: pending again, and the token carrying the old name dies
+    expect(await u.link(client.client_id, 'second.name')).toMatch(/awaiting confirmation/);
+    expect((await validate(client, inFlight)).body.error).toBe('token_revoked');
+    expect(claimsOf(await u.signIn(client.client_id)).username).toBe(user.username);
+
+    await confirm(client, { user_id: user.id, username: 'second.name' });
+    const beforeWithdraw = await u.signIn(client.client_id);
+    expect(claimsOf(beforeWithdraw).username).toBe('second.name');
+    expect(await u.unlink(client.client_id)).toMatch(/The link was removed/);
+    expect((await validate(client, beforeWithdraw)).body.error).toBe('token_revoked');
+    expect(cardState(await u.page(), client.client_id)).toBe('none');
+
+    const audit = await linkAudit(app, user.id);
+    expect(audit.map((a) => a.action)).toStrictEqual(['user.link_client', 'user.link_confirm', 'user.link_client', 'user.link_confirm', 'user.unlink_client']);
+    expect(audit[2].details).toMatchObject({ external_username: 'second.name', replaced: 'first.name', replaced_status: 'active' });
+    expect(audit[4].details).toMatchObject({ external_username: 'second.name', status: 'active' });
+  });
+
+  it('refuses at validation a token whose link was revoked while it was being issued', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    await u.link(client.client_id, 'racer');
+    await confirm(client, { user_id: user.id, username: 'racer' });
+    const token = await u.signIn(client.client_id);
+    // the revocation's own token invalidation ran before this token existed: only the link row is gone
+    await app.db.query('DELETE FROM user_client_links WHERE user_id = $1', [user.id]);
+    const answer = await validate(client, token);
+    expect([answer.status, answer.body.error]).toStrictEqual([401, 'token_revoked']);
+  });
+
+  it('shows each link\'s state on the dashboard and lets the user withdraw a pending one', async () => {
+    const pendingClient = await makeClient(app, { name: 'Pending System' });
+    const activeClient = await makeClient(app, { name: 'Active System' });
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    await u.link(pendingClient.client_id, 'p.name');
+    await u.link(activeClient.client_id, 'a.name');
+    await confirm(activeClient, { user_id: user.id, username: 'a.name' });
+    const html = await u.page();
+    expect(cardState(html, pendingClient.client_id)).toBe('pending');
+    expect(cardState(html, activeClient.client_id)).toBe('active');
+    expect(html).toMatch(/Awaiting confirmation by Pending System or an administrator; until then you sign in there as/);
+    expect(html).toMatch(/aria-label="Withdraw the link to Pending System"/);
+    expect(html).toMatch(/aria-label="Unlink Active System"/);
+    expect(html).toMatch(/class="badge badge--pending">Pending</);
+
+    expect(await u.unlink(pendingClient.client_id)).toMatch(/The link was removed/);
+    expect(cardState(await u.page(), pendingClient.client_id)).toBe('none');
+    const withdrawn = (await linkAudit(app, user.id)).at(-1)!;
+    expect([withdrawn.action, withdrawn.client_id, withdrawn.details.status]).toStrictEqual(['user.unlink_client', pendingClient.client_id, 'pending']);
+    // the name is free again for anyone
+    const other = await makeUser(app);
+    const o = await dashboardUser(app, other.username, other.password);
+    expect(await o.link(pendingClient.client_id, 'p.name')).toMatch(/awaiting confirmation/);
+    expect(flashOf(await o.page())).toBe('');
+  });
+});
