@@ -23,6 +23,15 @@ const trustProxy = optionalString.superRefine((v, ctx) => {
   }
 });
 
+/** A duration written `30s`, `15m`, `24h` or `7d` (a bare number is seconds), as seconds. */
+const durationSeconds = z.string().trim().regex(/^\d{1,9}\s*[smhd]?$/i, 'must be a duration such as 30s, 15m, 24h or 7d')
+  .transform((v) => {
+    const n = Number.parseInt(v, 10);
+    const unit = v.slice(-1).toLowerCase();
+    return n * ({ s: 1, m: 60, h: 3600, d: 86400 }[unit] ?? 1);
+  })
+  .pipe(z.number().int().min(1, 'must be longer than zero'));
+
 function safe(fn: () => unknown): boolean {
   try {
     fn();
@@ -80,6 +89,16 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   /** How often expired, unused SSO tokens are swept (token.expired events). */
   TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
+  /** Shortest password any path accepts (characters); at most 72 bytes is bcrypt's limit. */
+  PASSWORD_MIN_LENGTH: int(8, 72).default(10),
+  /** How long a password reset link works: `30s`, `15m`, `24h`. */
+  PASSWORD_RESET_TTL: durationSeconds.default(30 * 60),
+  /** SMTP server for password reset mail (smtp://user:pass@host:25, smtps://host:465); unset: mail goes to the log and DATA_DIR/mail/ outside production. */
+  SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/ }).optional()),
+  /** The From address of mail this service sends. */
+  MAIL_FROM: z.string().min(3).default('Auth Service <no-reply@localhost>'),
+  /** This service's address as users reach it (links in mail); default http://localhost:PORT outside production, required with SMTP_URL in production. */
+  PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -105,6 +124,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.NODE_ENV === 'production') {
     if (!config.JWT_SECRET) throw new ConfigError('Invalid configuration: JWT_SECRET: required when NODE_ENV=production');
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
+    // a reset link must never be built from a request's Host header (reset poisoning)
+    if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
   }
   return config;
 }

@@ -1,10 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createUserAdmin } from './admin/users.ts';
+import { createPasswordService } from './auth/password-service.ts';
 import { createAuthService } from './auth/service.ts';
+import { createSessionService } from './auth/sessions.ts';
 import { createClientService } from './clients/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
+import { createMailer } from './mail/mailer.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
@@ -26,6 +29,8 @@ export interface Deps {
 export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox?: EventOutbox; metrics?: Metrics }) {
   const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox(), metrics: base.metrics ?? createMetrics({ db: base.db }) };
   const users = createUserService(deps);
+  const auth = createAuthService(deps);
+  const mailer = createMailer(deps.config, deps.logger);
   return {
     deps,
     clients: createClientService(deps),
@@ -33,7 +38,10 @@ export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox
     userAdmin: createUserAdmin({ db: deps.db, users }),
     sso: createSsoService(deps),
     webhooks: createWebhookService(deps),
-    auth: createAuthService(deps),
+    auth,
+    mailer,
+    passwords: createPasswordService({ ...deps, auth, mailer }),
+    sessions: createSessionService(deps),
   };
 }
 

@@ -5,7 +5,7 @@ import { noStore } from '../http/no-store.ts';
 import { validateBody } from '../http/validate.ts';
 import { requireCsrf } from '../pages/csrf.ts';
 import type { WebhookService } from '../webhooks/service.ts';
-import { activeForm, clientForm, confirmForm, userCreateForm, userEditForm, webhookForm } from './form-schemas.ts';
+import { activeForm, clientForm, confirmForm, userCreateForm, userEditForm, userPasswordForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { adminFormBody as form, backWithError, requireAdminPage as admin } from './panel-common.ts';
 import { overviewPanel } from './panel-overview.ts';
@@ -49,6 +49,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.post(`${user}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), users.setActive, back(user));
   r.post(`${user}/unlock`, noStore, form, limit, admin, requireCsrf, users.unlock, back(user));
   r.post(`${user}/reset-2fa`, noStore, form, limit, admin, requireCsrf, users.resetTwoFactor, back(user));
+  r.post(`${user}/password`, noStore, form, limit, admin, requireCsrf, validateBody(userPasswordForm), users.setPassword, back(user));
 
   r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
   r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, back('/admin/webhooks'));

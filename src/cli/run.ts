@@ -33,6 +33,7 @@ const OPTIONS = {
   role: { type: 'string' },
   'full-name': { type: 'string' },
   inactive: { type: 'boolean' },
+  'must-change': { type: 'boolean' },
   'base-url': { type: 'string' },
 } as const;
 

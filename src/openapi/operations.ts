@@ -4,6 +4,7 @@ import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from '../sso
 import { twoFactorCodeSchema } from '../users/schemas.ts';
 import { listDeliveriesQuery, registerWebhookSchema } from '../webhooks/schemas.ts';
 import { ADMIN_OPERATIONS } from './operations-admin.ts';
+import { PASSWORD_OPERATIONS } from './operations-passwords.ts';
 import { badClient, type DocResponse, err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
 
@@ -241,4 +242,5 @@ export const OPERATIONS: Operation[] = [
   { method: 'get', path: '/docs', tag: 'Operations', access: 'public', summary: 'This API reference, readable', responses: { 200: html('The reference page') } },
 
   ...ADMIN_OPERATIONS,
+  ...PASSWORD_OPERATIONS,
 ];
