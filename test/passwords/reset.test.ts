@@ -207,3 +207,21 @@ describe('forgot-password answers before the mail is sent', () => {
     }
   });
 });
+
+describe('forgot-password is rate limited like the login endpoints', () => {
+  it('shares the per-address login limit: after RATE_LIMIT_LOGIN_PER_MIN requests it answers 429', async () => {
+    const app = await startTestApp({ RATE_LIMIT_LOGIN_PER_MIN: '3' });
+    try {
+      const from = { localAddress: '127.0.0.3' };
+      expect((await app.http.post('/api/auth/login', { login: unique('nobody'), password: 'wrong' }, from)).status).toBe(401);
+      for (let i = 0; i < 2; i++) expect((await app.http.post('/api/auth/password/forgot', { login: unique('nobody') }, from)).status).toBe(202);
+      const limited = await app.http.post('/api/auth/password/forgot', { login: unique('nobody') }, from);
+      expect(limited.status).toBe(429);
+      expect(limited.body.error).toBe('rate_limited');
+      expect((await app.http.post('/api/auth/password/reset', { token: 'x'.repeat(43), new_password: 'four unrelated words here' }, from)).status).toBe(429);
+      expect((await app.http.post('/api/auth/password/forgot', { login: unique('nobody') }, { localAddress: '127.0.0.4' })).status, 'another address').toBe(202);
+    } finally {
+      await app.close();
+    }
+  });
+});
