@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { attemptRow, auditRows, deliveries, signIn, subscribe } from '../auth/support.ts';
+import { attemptRow, auditRows, deliveries, signIn, subscribe, totpCode } from '../auth/support.ts';
 
 const NEW_PASSWORD = 'four unrelated words here';
 
@@ -89,6 +89,21 @@ describe('changing a password', () => {
       expect(r.body.message).toMatch(why);
     }
     expect((await signIn(app, user.username, user.password)).res.status, 'nothing changed').toBe(200);
+  });
+
+  it('with a login instead of a session, a two-factor user must give their code too', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const json = { cookie: cookie!, 'content-type': 'application/json' };
+    const { secret } = (await app.http.post('/api/user/2fa/setup', undefined, { headers: json })).body;
+    expect((await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret) }, { headers: json })).status).toBe(200);
+
+    const withoutCode = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD });
+    expect(withoutCode.status).toBe(401);
+    expect(withoutCode.body.error).toBe('totp_required');
+    const withCode = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD, totp: await totpCode(secret, 1) });
+    expect(withCode.status).toBe(200);
+    expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'no session was kept: all ended').toBe(401);
   });
 
   it('answers 401 to a caller who is neither signed in nor gives a login', async () => {
