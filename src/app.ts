@@ -16,6 +16,7 @@ import { adminLinkRoutes, clientLinkRoutes } from './links/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics, metricsRoutes } from './metrics/http.ts';
 import { openApiRoutes } from './openapi/routes.ts';
+import { accountPageRoutes } from './pages/account-routes.ts';
 import { pageRoutes } from './pages/routes.ts';
 import { securityHeaders } from './pages/security.ts';
 import { ssoRoutes } from './sso/routes.ts';
@@ -67,8 +68,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
   for (const router of [
-    authRoutes({ auth: deps.auth, loginLimit: deps.limiters.login }),
-    userRoutes({ auth: deps.auth, userLimit: deps.limiters.user }),
+    authRoutes({ auth: deps.auth, passwords: deps.passwords, loginLimit: deps.limiters.login }),
+    userRoutes({ auth: deps.auth, passwords: deps.passwords, sessions: deps.sessions, userLimit: deps.limiters.user, loginLimit: deps.limiters.login }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
     adminApiRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, userLimit: deps.limiters.user }),
     adminLinkRoutes({ links: deps.links, userLimit: deps.limiters.user }),
@@ -77,6 +78,7 @@ export function createApp(deps: AppDeps): Express {
       db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
       dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',
     }),
+    accountPageRoutes({ passwords: deps.passwords, sessions: deps.sessions, loginLimit: deps.limiters.login }),
   ]) {
     app.use(router);
   }

@@ -31,7 +31,6 @@ const trustProxy = optionalString.superRefine((v, ctx) => {
 const secretList = optionalString
   .transform((v) => (v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '')))
   .pipe(z.array(z.string().min(32, 'each secret must be at least 32 characters')));
-
 function safe(fn: () => unknown): boolean {
   try {
     fn();
@@ -106,6 +105,16 @@ export const configSchema = z.object({
   AUDIT_RETENTION: durationKey('365d'),
   /** How often each instance prunes in the background (expired sessions and idle failed-login counters too). */
   PRUNE_INTERVAL: durationKey('5m', { minMs: 1000 }),
+  /** Shortest password any path accepts (characters); at most 72 bytes is bcrypt's limit. */
+  PASSWORD_MIN_LENGTH: int(8, 72).default(10),
+  /** How long a password reset link works: `30s`, `15m`, `24h` (held in seconds). */
+  PASSWORD_RESET_TTL: durationKey('30m').pipe(z.number().min(1000, 'must be at least 1s')).transform((ms) => Math.floor(ms / 1000)),
+  /** SMTP server for password reset mail (smtp://user:pass@host:25, smtps://host:465); unset: mail goes to the log and DATA_DIR/mail/ outside production. */
+  SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/ }).optional()),
+  /** The From address of mail this service sends. */
+  MAIL_FROM: z.string().min(3).default('Auth Service <no-reply@localhost>'),
+  /** This service's address as users reach it (links in mail); default http://localhost:PORT outside production, required with SMTP_URL in production. */
+  PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -131,6 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.NODE_ENV === 'production') {
     if (!config.JWT_SECRET) throw new ConfigError('Invalid configuration: JWT_SECRET: required when NODE_ENV=production');
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
+    // a reset link must never be built from a request's Host header (reset poisoning)
+    if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
   }
   return config;
 }

@@ -1,10 +1,13 @@
 import type { Logger } from 'pino';
 import { createUserAdmin } from './admin/users.ts';
+import { createPasswordService } from './auth/password-service.ts';
 import { createAuthService } from './auth/service.ts';
+import { createSessionService } from './auth/sessions.ts';
 import { createClientService } from './clients/service.ts';
 import { createLinkService } from './links/service.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
+import { createMailer } from './mail/mailer.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { SigningKeys } from './sso/keys.ts';
 import { createSsoService } from './sso/service.ts';
@@ -28,6 +31,8 @@ export interface Deps {
 export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox?: EventOutbox; metrics?: Metrics }) {
   const deps: Deps = { ...base, outbox: base.outbox ?? createOutbox(), metrics: base.metrics ?? createMetrics({ db: base.db }) };
   const users = createUserService(deps);
+  const auth = createAuthService(deps);
+  const mailer = createMailer(deps.config, deps.logger);
   return {
     deps,
     clients: createClientService(deps),
@@ -36,7 +41,10 @@ export function createServices(base: Omit<Deps, 'outbox' | 'metrics'> & { outbox
     sso: createSsoService(deps),
     links: createLinkService({ db: deps.db }),
     webhooks: createWebhookService(deps),
-    auth: createAuthService(deps),
+    auth,
+    mailer,
+    passwords: createPasswordService({ ...deps, auth, mailer }),
+    sessions: createSessionService(deps),
   };
 }
 

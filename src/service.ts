@@ -67,6 +67,8 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
       logger, outbox: services.deps.outbox, metrics: services.deps.metrics,
     })
     : startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
+  // forgot-password requests finish their mail before the database closes
+  workers.push({ stop: async () => { await services.passwords.drain(); services.mailer.close(); } });
   workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
   // Retention: rows past it are deleted every PRUNE_INTERVAL, in batches (retention/pruner.ts).
   workers.push(startPruner({ db, config, logger, metrics: services.deps.metrics }));

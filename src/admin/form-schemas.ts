@@ -28,6 +28,12 @@ export const userCreateForm = z.object({
   password: text(200).min(1, 'enter an initial password'),
 });
 
+/** Set a user's password in the panel; the box asks for a new one at the next sign-in. */
+export const userPasswordForm = z.object({
+  password: text(1024).min(1, 'enter the new password'),
+  must_change: checkbox,
+});
+
 /** Edit a user's profile in the panel. */
 export const userEditForm = z.object({
   email: text(254).trim().min(1, 'enter an email address'),

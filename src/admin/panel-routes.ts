@@ -6,7 +6,7 @@ import { noStore } from '../http/no-store.ts';
 import { validateBody } from '../http/validate.ts';
 import { requireCsrf } from '../pages/csrf.ts';
 import type { WebhookService } from '../webhooks/service.ts';
-import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, webhookEditForm, webhookForm } from './form-schemas.ts';
+import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { linkPanel } from './panel-links.ts';
 import { adminFormBody as form, backWithError, requireAdminPage as admin } from './panel-common.ts';
@@ -54,6 +54,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.post(`${user}/reset-2fa`, noStore, form, limit, admin, requireCsrf, users.resetTwoFactor, back(user));
   r.post(`${user}/links/:client_id/approve`, noStore, form, limit, admin, requireCsrf, links.approve, back(user));
   r.post(`${user}/links/:client_id/revoke`, noStore, form, limit, admin, requireCsrf, links.revoke, back(user));
+  r.post(`${user}/password`, noStore, form, limit, admin, requireCsrf, validateBody(userPasswordForm), users.setPassword, back(user));
 
   r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
   r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, back('/admin/webhooks'));

@@ -4,8 +4,8 @@ import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
-import { activeForm, userCreateForm, userEditForm } from './form-schemas.ts';
-import { messageOf, renderAdmin } from './panel-common.ts';
+import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
+import { checked, messageOf, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';
 
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
@@ -79,5 +79,17 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
     res.redirect(303, detailUrl(id));
   };
 
-  return { list, showNew, create, createFailed, show, update, setActive, unlock, resetTwoFactor };
+  const setPassword: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const form = input(res, userPasswordForm);
+    const mustChange = checked(form.must_change);
+    const user = await userAdmin.setPassword(id, { password: form.password, mustChange }, actorOf(req, res, 'admin_panel'));
+    flashNext(req, {
+      type: 'success',
+      text: `The password of ${user.username} was set${mustChange ? ' and must be changed at the next sign-in' : ''}; their sessions have ended.`,
+    });
+    res.redirect(303, detailUrl(id));
+  };
+
+  return { list, showNew, create, createFailed, show, update, setActive, unlock, resetTwoFactor, setPassword };
 }

@@ -56,6 +56,10 @@ export const updateUserSchema = z.object({
   full_name: str(200).trim().optional(),
   role: str(32).optional(),
   active: z.boolean().optional(),
+  /** A new password (the one password policy applies); signs the user out everywhere. */
+  password: str(1024).min(1).optional(),
+  /** true: the next sign-in must choose a new password (and the user is signed out everywhere now). */
+  must_change_password: z.boolean().optional(),
 }).strict().refine((v) => Object.keys(v).length > 0, 'name at least one field to change');
 
 /** GET /api/admin/users */

@@ -11,6 +11,8 @@ import { normalizeUsername } from '../users/username.ts';
 
 /** A user as administrators see it: SPEC 2.2 plus active, locked_until, totp_enabled. */
 export type AdminUser = UserRecord & {
+  /** The next sign-in must choose a new password. */
+  must_change_password: boolean;
   /** When the current lockout ends (ISO), or null when not locked. */
   locked_until: string | null;
   created_at: string;
@@ -28,10 +30,10 @@ export interface UserLink {
   confirmed_by: LinkProver | null;
 }
 
-type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date };
+type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date; must_change_password: boolean };
 
 // lockout counters are keyed by the normalized login name, which is the stored username
-const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at,
+const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at, u.must_change_password,
     CASE WHEN a.locked_until > now() THEN a.locked_until END AS locked_until
   FROM users u LEFT JOIN login_attempts a ON a.login = u.username`;
 
@@ -45,6 +47,7 @@ function toAdminUser(r: AdminUserRow): AdminUser {
     active: r.active,
     locked_until: r.locked_until ? new Date(r.locked_until).toISOString() : null,
     totp_enabled: r.totp_enabled,
+    must_change_password: r.must_change_password,
     created_at: new Date(r.created_at).toISOString(),
   };
 }
@@ -82,6 +85,37 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
     const user = Number.isSafeInteger(id) ? await findAdminUser(db, id) : null;
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
     return user;
+  }
+
+  /**
+   * Changes email, full name, role or the active flag. An administrator cannot demote or
+   * deactivate themselves: that would lock the last admin out of the panel.
+   */
+  async function updateProfile(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<void> {
+    if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
+      throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
+    }
+    if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
+      throw new AppError(400, 'invalid_email', 'email is not a valid address');
+    }
+    if (patch.role !== undefined && !ROLE.test(patch.role)) {
+      throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
+    }
+    await db.transaction(async (tx) => {
+      const r = await tx.query<{ id: number; username: string }>(
+        `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
+           active = COALESCE($5, active), updated_at = now()
+         WHERE id = $1 RETURNING id, username`,
+        [id, patch.email?.trim() ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
+      );
+      const user = r.rows[0];
+      if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+      const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+      const action = patch.active === undefined || Object.keys(changed).length > 1
+        ? 'user.update'
+        : patch.active ? 'user.activate' : 'user.deactivate';
+      await writeAudit(tx, { action, outcome: 'success', ...auditOf(actor, user), details: { ...actorDetails(actor), changed } });
+    });
   }
 
   return {
@@ -122,35 +156,22 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
       return getOr404(created.id);
     },
 
-    /**
-     * Changes email, full name, role or the active flag. An administrator cannot demote or
-     * deactivate themselves: that would lock the last admin out of the panel.
-     */
-    async update(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<AdminUser> {
-      if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
-        throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
-      }
-      if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
-        throw new AppError(400, 'invalid_email', 'email is not a valid address');
-      }
-      if (patch.role !== undefined && !ROLE.test(patch.role)) {
-        throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
-      }
-      await db.transaction(async (tx) => {
-        const r = await tx.query<{ id: number; username: string }>(
-          `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
-             active = COALESCE($5, active), updated_at = now()
-           WHERE id = $1 RETURNING id, username`,
-          [id, patch.email?.trim() ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
-        );
-        const user = r.rows[0];
-        if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-        const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-        const action = patch.active === undefined || Object.keys(changed).length > 1
-          ? 'user.update'
-          : patch.active ? 'user.activate' : 'user.deactivate';
-        await writeAudit(tx, { action, outcome: 'success', ...auditOf(actor, user), details: { ...actorDetails(actor), changed } });
-      });
+    /** Changes the profile (updateProfile) and/or the password (UserService.setPassword). */
+    async update(
+      id: number,
+      patch: { email?: string; full_name?: string; role?: string; active?: boolean; password?: string; must_change_password?: boolean },
+      actor: Actor,
+    ): Promise<AdminUser> {
+      const { password, must_change_password: mustChange, ...profile } = patch;
+      if (Object.keys(profile).length > 0) await updateProfile(id, profile, actor);
+      // the password never reaches the profile's audit entry (`changed`)
+      if (password !== undefined || mustChange !== undefined) await users.setPassword({ id }, { password, mustChange }, actor);
+      return getOr404(id);
+    },
+
+    /** Sets a user's password (and/or the must-change flag); see UserService.setPassword. */
+    async setPassword(id: number, change: { password?: string; mustChange?: boolean }, actor: Actor): Promise<AdminUser> {
+      await users.setPassword({ id }, change, actor);
       return getOr404(id);
     },
 

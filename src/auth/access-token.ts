@@ -17,11 +17,14 @@ export interface AccessClaims {
   iat: number;
   exp: number;
   jti: string;
+  /** `iat` to the millisecond, so a password change refuses tokens issued within its own second. */
+  iat_ms: number;
 }
 
 /** Signs an access token for `userId`, valid `ttlSeconds`. */
 export function signAccessToken(userId: number, keys: SigningKeys, options: { issuer: string; ttlSeconds: number }): string {
-  const now = Math.floor(Date.now() / 1000);
+  const nowMs = Date.now();
+  const now = Math.floor(nowMs / 1000);
   const claims: AccessClaims = {
     sub: String(userId),
     iss: options.issuer,
@@ -29,6 +32,7 @@ export function signAccessToken(userId: number, keys: SigningKeys, options: { is
     iat: now,
     exp: now + options.ttlSeconds,
     jti: randomUUID(),
+    iat_ms: nowMs,
   };
   return signToken(claims, keys);
 }
@@ -38,9 +42,15 @@ export function signAccessToken(userId: number, keys: SigningKeys, options: { is
  * access token with every required claim (exp, iat, iss, aud, jti), signed by a known key.
  */
 export function verifyAccessToken(token: string, keys: SigningKeys, issuer: string): number | null {
+  return verifyAccessTokenClaims(token, keys, issuer)?.userId ?? null;
+}
+
+/** The user id and issue time (ms) of a valid, unexpired access token, or null. */
+export function verifyAccessTokenClaims(token: string, keys: SigningKeys, issuer: string): { userId: number; issuedAtMs: number } | null {
   const verified = verifyToken<Partial<AccessClaims>>(token, keys, { issuer, audience: ACCESS_AUDIENCE });
   if (!verified.ok) return null;
-  const sub = verified.claims.sub;
+  const { sub, iat, iat_ms: iatMs } = verified.claims;
   if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;
-  return Number(sub);
+  const issuedAtMs = typeof iatMs === 'number' && Number.isFinite(iatMs) ? iatMs : typeof iat === 'number' ? iat * 1000 : 0;
+  return { userId: Number(sub), issuedAtMs };
 }

@@ -4,13 +4,6 @@ import bcrypt from 'bcrypt';
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
 
-/** Why a password cannot be set, or null when it can. */
-export function passwordProblem(password: string): string | null {
-  if (password.length < 8) return 'must be at least 8 characters';
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return `must be at most ${MAX_PASSWORD_BYTES} bytes`;
-  return null;
-}
-
 /**
  * How many bcrypt operations run at once. They run on the libuv thread pool (4 threads by
  * default), which fs, dns.lookup and crypto share, and each keeps a core busy for ~0.25 s

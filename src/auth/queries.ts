@@ -6,12 +6,14 @@ export interface LoginUser extends UserRecord {
   password_hash: string;
   totp_secret: string | null;
   totp_last_step: string | number | null;
+  /** An administrator asked for a new password at the next sign-in. */
+  must_change_password: boolean;
 }
 
 /** The user with this normalized username and their credentials, or null. */
 export async function findLoginUser(q: Queryable, username: string): Promise<LoginUser | null> {
   const r = await q.query<LoginUser>(
-    `SELECT ${USER_COLUMNS}, password_hash, totp_secret, totp_last_step FROM users WHERE username = $1`,
+    `SELECT ${USER_COLUMNS}, password_hash, totp_secret, totp_last_step, must_change_password FROM users WHERE username = $1`,
     [username],
   );
   return r.rows[0] ?? null;

@@ -3,7 +3,8 @@ import { clientIp } from '../http/client-ip.ts';
 import { currentUser } from '../http/auth-guards.ts';
 import { noStore } from '../http/no-store.ts';
 import { input, validateBody } from '../http/validate.ts';
-import { sessionLoginSchema, tokenLoginSchema } from './schemas.ts';
+import type { PasswordService } from './password-service.ts';
+import { forgotPasswordSchema, resetPasswordSchema, sessionLoginSchema, tokenLoginSchema } from './schemas.ts';
 import { type AuthService, publicUser } from './service.ts';
 import { endSession, establishSession } from './session.ts';
 
@@ -11,8 +12,8 @@ import { endSession, establishSession } from './session.ts';
  * User sign-in over the API: a session (POST /api/auth/login), an access token
  * (POST /api/login), sign-out. `loginLimit` is the per-IP limit of login endpoints.
  */
-export function authRoutes(deps: { auth: AuthService; loginLimit: RequestHandler }): Router {
-  const { auth, loginLimit } = deps;
+export function authRoutes(deps: { auth: AuthService; passwords: PasswordService; loginLimit: RequestHandler }): Router {
+  const { auth, passwords, loginLimit } = deps;
   const r = Router();
 
   const sessionLogin: RequestHandler = async (req, res) => {
@@ -42,8 +43,23 @@ export function authRoutes(deps: { auth: AuthService; loginLimit: RequestHandler
     res.json({ success: true });
   };
 
+  /** 202 with one body whoever the name is: the lookup and the mail happen after the answer. */
+  const forgot: RequestHandler = (req, res) => {
+    const { login } = input(res, forgotPasswordSchema);
+    passwords.requestReset(login, { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via: 'api' });
+    res.status(202).json({ success: true });
+  };
+
+  const reset: RequestHandler = async (req, res) => {
+    const body = input(res, resetPasswordSchema);
+    await passwords.reset(body.token, body.new_password, { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via: 'api' });
+    res.json({ success: true });
+  };
+
   r.post('/api/auth/login', noStore, loginLimit, validateBody(sessionLoginSchema), sessionLogin);
   r.post('/api/login', noStore, loginLimit, validateBody(tokenLoginSchema), tokenLogin);
   r.post('/api/auth/logout', noStore, logout);
+  r.post('/api/auth/password/forgot', noStore, loginLimit, validateBody(forgotPasswordSchema), forgot);
+  r.post('/api/auth/password/reset', noStore, loginLimit, validateBody(resetPasswordSchema), reset);
   return r;
 }

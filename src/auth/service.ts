@@ -4,7 +4,8 @@ import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens, tokenUserForLogout } from '../sso/service.ts';
 import { findUserById, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { signAccessToken, verifyAccessToken } from './access-token.ts';
+import { signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
+import { findTokenUser } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { createTwoFactor } from './two-factor.ts';
@@ -13,7 +14,7 @@ import { createTwoFactor } from './two-factor.ts';
 export const OWN_SYSTEM = 'auth-service';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
-export type AuthChannel = 'api' | 'page' | 'api_token' | 'client';
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change';
 
 /** A sign-in attempt as the routes hand it over. */
 export interface LoginInput {
@@ -35,6 +36,28 @@ export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive
  */
 export function metricFailureReason(reason: FailureReason): 'invalid_credentials' | 'invalid_totp' | 'account_locked' {
   return reason === 'invalid_totp' || reason === 'account_locked' ? reason : 'invalid_credentials';
+}
+
+/**
+ * 403 password_change_required: the credentials were right, but an administrator asked for a
+ * new password first. The body says how to change it; `userId` is for the sign-in page, which
+ * continues to its change form.
+ */
+export class PasswordChangeRequired extends AppError {
+  readonly userId: number;
+  readonly twoFactorUsed: boolean;
+  constructor(userId: number, twoFactorUsed: boolean) {
+    super(403, 'password_change_required', 'Your password must be changed before you can sign in', {
+      extra: {
+        change_password: {
+          method: 'POST', path: '/api/user/password', body: ['login', 'current_password', 'new_password', 'totp (two-factor users)'],
+          page: '/account/password',
+        },
+      },
+    });
+    this.userId = userId;
+    this.twoFactorUsed = twoFactorUsed;
+  }
 }
 
 const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'Invalid login or password');
@@ -119,30 +142,17 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
      * On success resets the counter, audits and emits user.login.
      */
     async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean }> {
-      const login = normalizeUsername(input.login);
-      const lock = await activeLock(db, login);
-      if (lock) return refuseLocked(login, lock.remaining_minutes, input);
-
-      const user = await findLoginUser(db, login);
-      // bcrypt reads 72 bytes: a longer password was never accepted when set, so it cannot be right
-      const tooLong = Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES;
-      const passwordOk = (await verifyPassword(input.password, user?.password_hash ?? null, config.BCRYPT_COST)) && !tooLong;
-      if (!user) return fail(login, null, 'unknown_user', input);
-      if (!passwordOk) return fail(login, user, 'invalid_password', input);
-      if (!user.active) return fail(login, user, 'user_inactive', input);
-
-      let twoFactorUsed = false;
-      if (user.totp_enabled) {
-        if (input.totp === undefined || input.totp.trim() === '') {
-          await writeAudit(db, {
-            action: 'user.login', outcome: 'failure', userId: user.id, username: login, ipAddress: input.ipAddress,
-            userAgent: input.userAgent, details: { via: input.via, reason: 'totp_required' },
+      const { user, twoFactorUsed, login } = await checkCredentials(input, { secondFactor: true });
+      if (user.must_change_password) {
+        // the password was right: nothing is counted, but no session or token until it is changed
+        await db.transaction(async (tx) => {
+          await resetLoginFailures(tx, login);
+          await writeAudit(tx, {
+            action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: input.ipAddress,
+            userAgent: input.userAgent, details: { via: input.via, reason: 'password_change_required', two_factor: twoFactorUsed },
           });
-          throw new AppError(401, 'totp_required', 'A two-factor code is required');
-        }
-        const factor = await twoFactor.checkCode(db, user, input.totp);
-        if (!factor) return fail(login, user, 'invalid_totp', input);
-        twoFactorUsed = true;
+        });
+        throw new PasswordChangeRequired(user.id, twoFactorUsed);
       }
 
       await db.transaction(async (tx) => {
@@ -160,9 +170,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         });
       });
       outbox.wake();
-      const { password_hash: _h, totp_secret: _s, totp_last_step: _t, ...record } = user;
+      const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return { user: record, twoFactorUsed };
     },
+
+    checkCredentials,
 
     logoutUser,
 
@@ -184,8 +196,12 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
     /** The active user an access token names, or null. */
     async userFromAccessToken(token: string): Promise<UserRecord | null> {
-      const userId = verifyAccessToken(token, signingKeys, config.ISSUER);
-      return userId === null ? null : activeUser(userId);
+      const claims = verifyAccessTokenClaims(token, signingKeys, config.ISSUER);
+      if (claims === null) return null;
+      const found = await findTokenUser(db, claims.userId);
+      // a token from before a password change or a sign-out everywhere is worthless
+      if (!found?.user.active || (found.changedAt && claims.issuedAtMs < found.changedAt.getTime())) return null;
+      return found.user;
     },
 
     /** The user with this id if active, or null (a session of a deactivated user is worthless). */
@@ -213,6 +229,41 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     });
     outbox.wake();
     return { invalidatedTokens: invalidated };
+  }
+
+  /**
+   * The checks of a sign-in without its bookkeeping of success: the lock (423), the name
+   * and password (401, counted), the active flag, and with `secondFactor` the TOTP or
+   * recovery code of two-factor users. Failures are counted, audited and announced as for
+   * a login. Used by login and by a password change, which proves the current password.
+   */
+  async function checkCredentials(input: LoginInput, options: { secondFactor: boolean }): Promise<{ user: LoginUser; twoFactorUsed: boolean; login: string }> {
+    const login = normalizeUsername(input.login);
+    const lock = await activeLock(db, login);
+    if (lock) return refuseLocked(login, lock.remaining_minutes, input);
+
+    const user = await findLoginUser(db, login);
+    // bcrypt reads 72 bytes: a longer password was never accepted when set, so it cannot be right
+    const tooLong = Buffer.byteLength(input.password, 'utf8') > MAX_PASSWORD_BYTES;
+    const passwordOk = (await verifyPassword(input.password, user?.password_hash ?? null, config.BCRYPT_COST)) && !tooLong;
+    if (!user) return fail(login, null, 'unknown_user', input);
+    if (!passwordOk) return fail(login, user, 'invalid_password', input);
+    if (!user.active) return fail(login, user, 'user_inactive', input);
+
+    let twoFactorUsed = false;
+    if (options.secondFactor && user.totp_enabled) {
+      if (input.totp === undefined || input.totp.trim() === '') {
+        await writeAudit(db, {
+          action: 'user.login', outcome: 'failure', userId: user.id, username: login, ipAddress: input.ipAddress,
+          userAgent: input.userAgent, details: { via: input.via, reason: 'totp_required' },
+        });
+        throw new AppError(401, 'totp_required', 'A two-factor code is required');
+      }
+      const factor = await twoFactor.checkCode(db, user, input.totp);
+      if (!factor) return fail(login, user, 'invalid_totp', input);
+      twoFactorUsed = true;
+    }
+    return { user, twoFactorUsed, login };
   }
 
   async function activeUser(userId: number): Promise<UserRecord | null> {

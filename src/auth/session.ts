@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { clientIp } from '../http/client-ip.ts';
 import { SESSION_COOKIE } from '../http/session.ts';
 import type { UserRecord } from '../users/queries.ts';
 
@@ -15,6 +16,8 @@ export async function establishSession(req: Request, user: Pick<UserRecord, 'id'
   await promisify((done) => req.session.regenerate(done));
   req.session.userId = user.id;
   req.session.twoFactorUsed = options.twoFactorUsed;
+  req.session.ipAddress = clientIp(req);
+  req.session.userAgent = (req.get('user-agent') ?? '').slice(0, 300);
   await promisify((done) => req.session.save(done));
 }
 
@@ -22,4 +25,39 @@ export async function establishSession(req: Request, user: Pick<UserRecord, 'id'
 export async function endSession(req: Request): Promise<void> {
   if (req.session) await promisify((done) => req.session.destroy(done));
   req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+}
+
+/** A sign-in whose credentials were right but whose password must change first (see PasswordChangeRequired). */
+export interface PendingPasswordChange {
+  userId: number;
+  twoFactorUsed: boolean;
+  /** Where the sign-in continues once the password is changed (a path of this service). */
+  next: string;
+  expiresAt: number;
+}
+
+declare module 'express-session' {
+  interface SessionData {
+    /** Set instead of userId: this browser may only change the password, then it is signed in. */
+    passwordChange?: PendingPasswordChange;
+  }
+}
+
+/** How long a must-change sign-in may take to choose the new password. */
+const PASSWORD_CHANGE_TTL_MS = 15 * 60_000;
+
+/**
+ * Starts the restricted session of a must-change sign-in: a new session id (as a sign-in
+ * does), holding only the right to change the password. Nothing else treats it as signed in.
+ */
+export async function beginPasswordChange(req: Request, pending: { userId: number; twoFactorUsed: boolean; next: string }): Promise<void> {
+  await promisify((done) => req.session.regenerate(done));
+  req.session.passwordChange = { ...pending, expiresAt: Date.now() + PASSWORD_CHANGE_TTL_MS };
+  await promisify((done) => req.session.save(done));
+}
+
+/** The restricted session's pending change, unless there is none or it ran out. */
+export function pendingPasswordChange(req: Request): PendingPasswordChange | null {
+  const pending = req.session?.passwordChange;
+  return pending && pending.expiresAt > Date.now() ? pending : null;
 }

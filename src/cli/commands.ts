@@ -29,6 +29,8 @@ export const USAGE = `Usage: npm run admin -- <command> [--json]
   client set-ips CLIENT_ID IP_OR_CIDR...
   client list
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
+  user set-password USERNAME --password P [--must-change]
+                             set a password (the policy applies); signs the user out everywhere
   user set-active USERNAME true|false
   user unlock USERNAME
   link list [--status pending|active] [--client CLIENT_ID]
@@ -119,6 +121,15 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         ACTOR,
       );
       return { json: publicUser(user), text: `Created user ${user.username} (id ${user.id}, role ${user.role}${user.active ? '' : ', inactive'})` };
+    }
+    case 'user set-password': {
+      const username = rest[0] ?? usage('user set-password USERNAME --password P [--must-change]');
+      const mustChange = args.options['must-change'] === true;
+      const user = await services.users.setPassword({ username }, { password: required(args, 'password'), mustChange }, ACTOR);
+      return {
+        json: { username: user.username, must_change_password: user.must_change_password },
+        text: `Password of ${user.username} set${mustChange ? '; it must be changed at the next sign-in' : ''}. Their sessions have ended.`,
+      };
     }
     case 'user set-active': {
       const [username, value] = rest;

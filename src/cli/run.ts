@@ -33,6 +33,7 @@ const OPTIONS = {
   role: { type: 'string' },
   'full-name': { type: 'string' },
   inactive: { type: 'boolean' },
+  'must-change': { type: 'boolean' },
   'base-url': { type: 'string' },
   'dry-run': { type: 'boolean' },
   'grace-seconds': { type: 'string' },

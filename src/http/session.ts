@@ -12,11 +12,17 @@ declare module 'express-session' {
     userId: number;
     /** Whether the sign-in that established this session passed a second factor. */
     twoFactorUsed: boolean;
+    /** Where the sign-in came from, for the user's list of sessions. */
+    ipAddress?: string;
+    userAgent?: string;
   }
 }
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'auth.sid';
+
+/** How stale a session's last_seen_at may get before a read moves it (seconds). */
+const LAST_SEEN_STEP_SECONDS = 60;
 
 /**
  * express-session store on the `sessions` table, through the Db interface, so it works on
@@ -40,9 +46,15 @@ export class DbSessionStore extends Store {
 
   override get(sid: string, callback: (err: unknown, session?: SessionData | null) => void): void {
     this.db
-      .query<{ sess: SessionData | string }>('SELECT sess FROM sessions WHERE sid = $1 AND expire > now()', [sid])
+      .query<{ sess: SessionData | string; stale: boolean }>(
+        `SELECT sess, last_seen_at < now() - interval '${LAST_SEEN_STEP_SECONDS} seconds' AS stale FROM sessions WHERE sid = $1 AND expire > now()`,
+        [sid],
+      )
       .then((r) => {
-        const raw = r.rows[0]?.sess;
+        const row = r.rows[0];
+        // "last seen" on the user's sessions page: moved at most once a step, not on every request
+        if (row?.stale) this.db.query('UPDATE sessions SET last_seen_at = now() WHERE sid = $1', [sid]).catch(() => {});
+        const raw = row?.sess;
         callback(null, raw === undefined ? null : typeof raw === 'string' ? JSON.parse(raw) : raw);
       }, callback);
   }

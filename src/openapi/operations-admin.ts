@@ -1,4 +1,4 @@
-import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, webhookEditForm, webhookForm } from '../admin/form-schemas.ts';
+import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from '../admin/form-schemas.ts';
 import { auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from '../admin/schemas.ts';
 import { err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
@@ -13,7 +13,7 @@ const client = {
 };
 const adminUser = {
   id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example', active: true,
-  locked_until: null, totp_enabled: false, created_at: '2026-01-31T12:00:00.000Z',
+  locked_until: null, totp_enabled: false, must_change_password: false, created_at: '2026-01-31T12:00:00.000Z',
 };
 const api = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Administration', access: 'admin', limit: 'user', ...o });
 const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'browser', limit: 'user', ...o });
@@ -56,10 +56,11 @@ export const ADMIN_OPERATIONS: Operation[] = [
   }),
   api({ method: 'get', path: '/api/admin/users/:id', summary: 'One user, with the client systems linked on the dashboard', responses: { 200: { description: 'The user', schema: R.adminUserDetail, example: { ...adminUser, linked_clients: [] } }, 404: noUser, ...guarded } }),
   api({
-    method: 'patch', path: '/api/admin/users/:id', summary: 'Change a user (email, full name, role, active)',
+    method: 'patch', path: '/api/admin/users/:id', summary: 'Change a user (email, full name, role, active, password, must-change)',
+    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged.',
     body: updateUserSchema,
-    example: { role: 'admin', active: true },
-    responses: { 200: { description: 'The changed user', schema: R.adminUser, example: { ...adminUser, role: 'admin' } }, 400: invalid, 404: noUser, ...guarded },
+    example: { password: 'temporary but long 2931', must_change_password: true },
+    responses: { 200: { description: 'The changed user', schema: R.adminUser, example: { ...adminUser, must_change_password: true } }, 400: invalid, 404: noUser, ...guarded },
   }),
   api({ method: 'post', path: '/api/admin/users/:id/unlock', summary: 'End a lockout now', responses: { 200: { description: 'The user', schema: R.adminUser, example: adminUser }, 404: noUser, ...guarded } }),
   api({ method: 'post', path: '/api/admin/users/:id/reset-2fa', summary: 'Turn a user\'s two-factor authentication off', responses: { 200: { description: 'The user', schema: R.adminUser, example: adminUser }, 404: noUser, ...guarded } }),
@@ -89,6 +90,7 @@ export const ADMIN_OPERATIONS: Operation[] = [
   panel({ method: 'post', path: '/admin/users/:id', summary: 'Change a user\'s profile', bodyType: 'form', body: userEditForm, example: { email: 'bob@example.com', role: 'user' }, responses: formDone('the user') }),
   panel({ method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', bodyType: 'form', body: activeForm, example: { active: 'true' }, responses: formDone('the user') }),
   panel({ method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', bodyType: 'form', responses: formDone('the user') }),
+  panel({ method: 'post', path: '/admin/users/:id/password', summary: 'Set a user\'s password (optionally: must change at the next sign-in)', bodyType: 'form', body: userPasswordForm, example: { password: 'temporary but long 2931', must_change: 'on' }, responses: formDone('the user') }),
   panel({ method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', bodyType: 'form', responses: formDone('the user') }),
   panel({ method: 'get', path: '/admin/webhooks', summary: 'Webhooks', responses: { 200: html('List and registration form') } }),
   panel({ method: 'post', path: '/admin/webhooks', summary: 'Register a webhook', bodyType: 'form', body: webhookForm, example: { url: 'https://shop.example/hooks/auth', secret: 'a-signing-secret-of-16+-chars', events: ['user.login', 'user.locked'] }, responses: formDone('the webhooks') }),

@@ -5,6 +5,7 @@ import { twoFactorCodeSchema } from '../users/schemas.ts';
 import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
 import { ADMIN_OPERATIONS } from './operations-admin.ts';
 import { LINK_OPERATIONS } from './operations-links.ts';
+import { PASSWORD_OPERATIONS } from './operations-passwords.ts';
 import { badClient, type DocResponse, err, forbidden, html, invalid, limited, type Operation, redirect, unauthenticated } from './operation.ts';
 import * as R from './responses.ts';
 
@@ -260,4 +261,5 @@ export const OPERATIONS: Operation[] = [
 
   ...ADMIN_OPERATIONS,
   ...LINK_OPERATIONS,
+  ...PASSWORD_OPERATIONS,
 ];

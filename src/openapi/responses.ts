@@ -116,6 +116,7 @@ export const adminUser = z.object({
   active: z.boolean(),
   locked_until: z.string().nullable(),
   totp_enabled: z.boolean(),
+  must_change_password: z.boolean().describe('The next sign-in must choose a new password'),
   created_at: z.string(),
 }).meta({ id: 'AdminUser' });
 export const adminUserDetail = adminUser.extend({ linked_clients: z.array(z.record(z.string(), z.unknown())) });

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import type { AuthService } from '../auth/service.ts';
-import { endSession, establishSession } from '../auth/session.ts';
+import { type AuthService, PasswordChangeRequired } from '../auth/service.ts';
+import { beginPasswordChange, endSession, establishSession } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
@@ -96,8 +96,23 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
     renderLogin(req, res, target, { step: 'password' });
   };
 
-  /** Step one checks login and password; step two the code, with the pending sign-in. */
-  const submit: RequestHandler = async (req, res) => {
+  /**
+   * Step one checks login and password; step two the code, with the pending sign-in. A user
+   * who must change their password gets a restricted session and the change form instead,
+   * and the sign-in continues from there once the password is new.
+   */
+  const submit: RequestHandler = async (req, res, next) => {
+    try {
+      await submitSteps(req, res, next);
+    } catch (err) {
+      if (!(err instanceof PasswordChangeRequired)) throw err;
+      forgetPendingLogin(req);
+      await beginPasswordChange(req, { userId: err.userId, twoFactorUsed: err.twoFactorUsed, next: restartUrl(loginTarget(res)) });
+      res.redirect(303, '/account/password');
+    }
+  };
+
+  const submitSteps: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const form = input(res, loginFormSchema);
     const ctx = { ...requestContext(req), via: 'page' as const };

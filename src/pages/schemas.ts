@@ -49,5 +49,5 @@ export const clientFormSchema = z.object({ client_id: clientId });
 export const localNextSchema = z
   .string()
   .max(200)
-  .regex(/^\/(dashboard|admin)(\/[A-Za-z0-9._~\-/]*)?(\?[A-Za-z0-9._~\-=&%]*)?$/)
+  .regex(/^\/(dashboard|admin|account)(\/[A-Za-z0-9._~\-/]*)?(\?[A-Za-z0-9._~\-=&%]*)?$/)
   .refine((v) => !v.includes('//') && !v.includes('/.'));

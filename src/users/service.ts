@@ -1,17 +1,20 @@
 import { z } from 'zod';
 import { writeAudit } from '../audit/writer.ts';
-import { hashPassword, passwordProblem } from '../auth/passwords.ts';
+import { assertPasswordAllowed } from '../auth/password-policy.ts';
+import { setMustChangePassword, storePassword } from '../auth/password-queries.ts';
+import { hashPassword } from '../auth/passwords.ts';
+import { signOutEverywhere } from '../auth/sign-out.ts';
 import type { Actor } from '../clients/service.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
-import { clearLoginAttempts, insertUser, setUserActive, type UserRecord } from './queries.ts';
+import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, type UserRecord } from './queries.ts';
 import { normalizeUsername } from './username.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
 /** User administration shared by the command line and the admin API. */
-export function createUserService(deps: Pick<Deps, 'db' | 'config'>) {
-  const { db, config } = deps;
+export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
+  const { db, config, outbox } = deps;
   return {
     /** Creates a user with a bcrypt-hashed password; 409 when the (normalized) name is taken. */
     async createUser(
@@ -23,8 +26,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config'>) {
         throw new AppError(400, 'invalid_username', 'username: 1-64 letters, digits or . _ @ + -');
       }
       if (!z.email().safeParse(input.email).success) throw new AppError(400, 'invalid_email', 'email is not a valid address');
-      const problem = passwordProblem(input.password);
-      if (problem) throw new AppError(400, 'invalid_password', `password ${problem}`);
+      assertPasswordAllowed(input.password, config.PASSWORD_MIN_LENGTH, { username, email: input.email });
       const passwordHash = await hashPassword(input.password, config.BCRYPT_COST);
       return db.transaction(async (tx) => {
         const taken = await tx.query('SELECT 1 FROM users WHERE username = $1', [username]);
@@ -57,6 +59,45 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config'>) {
         });
         return user;
       });
+    },
+
+    /**
+     * An administrator sets a user's password (`user` by username or id) and/or the
+     * must-change flag. A new password passes the one policy, clears the lockout and kills
+     * reset links; a new password or `mustChange: true` signs the user out everywhere
+     * (sessions, access tokens, unused SSO tokens, user.logout). Audited as user.password_set.
+     */
+    async setPassword(
+      user: { username: string } | { id: number },
+      change: { password?: string; mustChange?: boolean },
+      actor: Actor,
+    ): Promise<UserRecord & { must_change_password: boolean }> {
+      const found = 'id' in user ? await findUserById(db, user.id) : await findUserByUsername(db, normalizeUsername(user.username));
+      if (!found) throw new AppError(404, 'user_not_found', `No user ${'id' in user ? user.id : normalizeUsername(user.username)}`);
+      if (change.password === undefined && change.mustChange === undefined) throw new AppError(400, 'usage', 'Give a password or the must-change flag');
+      if (change.password !== undefined) assertPasswordAllowed(change.password, config.PASSWORD_MIN_LENGTH, found);
+      const hash = change.password === undefined ? undefined : await hashPassword(change.password, config.BCRYPT_COST);
+      const mustChange = change.mustChange ?? false;
+      await db.transaction(async (tx) => {
+        if (hash !== undefined) {
+          await storePassword(tx, found.id, hash, mustChange);
+          await clearLoginAttempts(tx, found.username);
+        } else {
+          await setMustChangePassword(tx, found.id, mustChange);
+        }
+        await writeAudit(tx, {
+          action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+          details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
+        });
+        if (hash !== undefined || mustChange) {
+          await signOutEverywhere(tx, outbox, found, {
+            ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
+          });
+        }
+      });
+      outbox.wake();
+      return { ...found, must_change_password: mustChange };
     },
 
     /** Clears the lockout of a login name (whether or not such a user exists). */

@@ -21,7 +21,7 @@ describe('admin API: users', () => {
       username, email: `${username}@example.com`, password: 'a long password', full_name: 'Ada Lovelace', role: 'user',
     }, admin.as);
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toStrictEqual(['active', 'created_at', 'email', 'full_name', 'id', 'locked_until', 'role', 'totp_enabled', 'username']);
+    expect(Object.keys(res.body).sort()).toStrictEqual(['active', 'created_at', 'email', 'full_name', 'id', 'locked_until', 'must_change_password', 'role', 'totp_enabled', 'username']);
     expect(res.body.username).toBe(username.toLowerCase());
     expect(res.body.full_name).toBe('Ada Lovelace');
     expect(res.body.active).toBe(true);

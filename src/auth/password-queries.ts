@@ -1,0 +1,100 @@
+import type { Queryable } from '../db/db.ts';
+import { USER_COLUMNS, type UserRecord } from '../users/queries.ts';
+
+/** A user with the stored password hash and the must-change flag. */
+export interface PasswordUser extends UserRecord {
+  password_hash: string;
+  must_change_password: boolean;
+}
+
+/** The user with this id and their password hash, or null. */
+export async function findPasswordUser(q: Queryable, userId: number): Promise<PasswordUser | null> {
+  const r = await q.query<PasswordUser>(
+    `SELECT ${USER_COLUMNS}, password_hash, must_change_password FROM users WHERE id = $1`,
+    [userId],
+  );
+  return r.rows[0] ?? null;
+}
+
+/**
+ * Active users a forgot-password request may mean: the one whose (normalized) username it
+ * is, or those whose email address it is (addresses are not unique). At most five.
+ */
+export async function findResetCandidates(q: Queryable, username: string, email: string): Promise<UserRecord[]> {
+  const r = await q.query<UserRecord>(
+    `SELECT ${USER_COLUMNS} FROM users
+      WHERE active AND email <> '' AND (username = $1 OR lower(email) = lower($2))
+      ORDER BY (username = $1) DESC, id LIMIT 5`,
+    [username, email],
+  );
+  return r.rows;
+}
+
+/** Stores a new reset token (its hash) for a user; any older one of theirs dies with it. */
+export async function insertPasswordReset(q: Queryable, userId: number, tokenHash: string, ttlSeconds: number): Promise<void> {
+  await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
+  await q.query(
+    `INSERT INTO password_resets (user_id, token_hash, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::int))`,
+    [userId, tokenHash, ttlSeconds],
+  );
+}
+
+/** The user a reset token hash belongs to while it is unused and unexpired, or null (it is not used up). */
+export async function findValidReset(q: Queryable, tokenHash: string): Promise<number | null> {
+  const r = await q.query<{ user_id: number }>(
+    'SELECT user_id FROM password_resets WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()',
+    [tokenHash],
+  );
+  return r.rows[0]?.user_id ?? null;
+}
+
+/**
+ * Uses a reset token up in one statement: only one of any number of concurrent uses gets
+ * the user id back; a used, expired or unknown token gives null.
+ */
+export async function consumePasswordReset(q: Queryable, tokenHash: string): Promise<number | null> {
+  const r = await q.query<{ user_id: number }>(
+    `UPDATE password_resets SET used_at = now()
+      WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING user_id`,
+    [tokenHash],
+  );
+  return r.rows[0]?.user_id ?? null;
+}
+
+/**
+ * Stores a new password hash: the must-change flag as given, every reset link of the user
+ * dead, and access tokens issued before now refused (password_changed_at).
+ */
+export async function storePassword(q: Queryable, userId: number, passwordHash: string, mustChange: boolean): Promise<void> {
+  await q.query(
+    `UPDATE users SET password_hash = $2, must_change_password = $3, password_changed_at = now(), updated_at = now()
+      WHERE id = $1`,
+    [userId, passwordHash, mustChange],
+  );
+  await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
+}
+
+/** Sets or clears the must-change flag alone. */
+export async function setMustChangePassword(q: Queryable, userId: number, mustChange: boolean): Promise<void> {
+  await q.query('UPDATE users SET must_change_password = $2, updated_at = now() WHERE id = $1', [userId, mustChange]);
+}
+
+/**
+ * The user with this id and when their credentials last changed or they signed out
+ * everywhere (access tokens issued before are refused), or null.
+ */
+export async function findTokenUser(q: Queryable, userId: number): Promise<{ user: UserRecord; changedAt: Date | null } | null> {
+  const r = await q.query<UserRecord & { password_changed_at: Date | null }>(
+    `SELECT ${USER_COLUMNS}, password_changed_at FROM users WHERE id = $1`,
+    [userId],
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  const { password_changed_at: at, ...user } = row;
+  return { user, changedAt: at ? new Date(at) : null };
+}
+
+/** Marks the user's credentials as changed now without a new password (sign out everywhere). */
+export async function touchCredentials(q: Queryable, userId: number): Promise<void> {
+  await q.query('UPDATE users SET password_changed_at = now() WHERE id = $1', [userId]);
+}

@@ -1,0 +1,51 @@
+import { writeAudit } from '../audit/writer.ts';
+import type { Queryable } from '../db/db.ts';
+import { invalidateUnusedTokens } from '../sso/service.ts';
+import type { EventOutbox } from '../webhooks/events.ts';
+import { touchCredentials } from './password-queries.ts';
+import { deleteUserSessions } from './session-queries.ts';
+
+/** The client_system of events this service causes itself (as OWN_SYSTEM in service.ts). */
+const OWN_SYSTEM = 'auth-service';
+
+/** Who asked for a sign-out everywhere, for the audit log. */
+export interface SignOutContext {
+  ipAddress: string | null;
+  userAgent: string | null;
+  /** The channel (api, page, admin_api, cli ...). */
+  via: string;
+  /** Why: password_change, password_reset, password_set, revoke_all. */
+  reason: string;
+  /** An administrator doing it for the user. */
+  actor?: string | null;
+}
+
+/**
+ * Signs a user out everywhere, inside the caller's transaction: every session ends (but
+ * `exceptSid`, the caller's own when it stays signed in), access tokens issued until now are
+ * refused, unused SSO tokens are invalidated, and user.logout is audited and enqueued as a
+ * logout does. The caller wakes the outbox after the commit.
+ */
+export async function signOutEverywhere(
+  tx: Queryable,
+  outbox: EventOutbox,
+  user: { id: number; username: string; email: string },
+  ctx: SignOutContext,
+  exceptSid?: string,
+): Promise<{ endedSessions: number; invalidatedTokens: number }> {
+  const endedSessions = await deleteUserSessions(tx, user.id, exceptSid);
+  await touchCredentials(tx, user.id);
+  const invalidatedTokens = await invalidateUnusedTokens(tx, user.id);
+  await writeAudit(tx, {
+    action: 'user.logout', outcome: 'success', userId: user.id, username: user.username,
+    ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
+    details: {
+      via: ctx.via, reason: ctx.reason, ended_sessions: endedSessions, invalidated_tokens: invalidatedTokens,
+      ...(ctx.actor ? { actor: ctx.actor } : {}),
+    },
+  });
+  await outbox.enqueue(tx, 'user.logout', {
+    user_id: user.id, email: user.email, ip_address: ctx.ipAddress ?? '', client_system: OWN_SYSTEM,
+  });
+  return { endedSessions, invalidatedTokens };
+}

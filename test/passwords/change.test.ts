@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+import { attemptRow, auditRows, deliveries, signIn, subscribe, totpCode } from '../auth/support.ts';
+
+const NEW_PASSWORD = 'four unrelated words here';
+
+describe('changing a password', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ LOCKOUT_THRESHOLD: '3' });
+  });
+  afterAll(() => app?.close());
+
+  const change = (cookie: string | undefined, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    app.http.post('/api/user/password', body, { headers: { ...(cookie ? { cookie } : {}), ...headers } });
+
+  it('refuses a wrong current password and counts it as a failed sign-in, up to the lockout', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    for (let i = 1; i <= 3; i++) {
+      const r = await change(cookie, { current_password: 'not my password', new_password: NEW_PASSWORD });
+      expect(r.status).toBe(401);
+      expect(r.body.error).toBe('invalid_credentials');
+    }
+    expect((await attemptRow(app, user.username))?.locked_until, 'locked after LOCKOUT_THRESHOLD failures').toBeTruthy();
+    const locked = await change(cookie, { current_password: user.password, new_password: NEW_PASSWORD });
+    expect(locked.status).toBe(423);
+    expect((await signIn(app, user.username, user.password)).res.status).toBe(423);
+    const failures = (await auditRows(app, user.username)).filter((r) => r.action === 'user.login' && r.outcome === 'failure');
+    expect(failures.slice(0, 3).map((r) => [r.details.via, r.details.reason])).toStrictEqual(Array(3).fill(['password_change', 'invalid_password']));
+  });
+
+  it('after a change the old password fails, the new one works, and the other sessions and tokens of the user end', async () => {
+    const user = await makeUser(app);
+    const client = await makeClient(app);
+    const hook = await subscribe(app, ['user.logout']);
+    const here = await signIn(app, user.username, user.password);
+    const elsewhere = await signIn(app, user.username, user.password);
+    const bearer = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token;
+    const sso = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username });
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bearer}` } })).status).toBe(200);
+
+    const r = await change(here.cookie, { current_password: user.password, new_password: NEW_PASSWORD });
+    expect(r.status).toBe(200);
+    expect(r.body).toStrictEqual({ success: true });
+
+    expect((await app.http.get('/api/user', { headers: { cookie: here.cookie! } })).status, 'this session stays').toBe(200);
+    expect((await app.http.get('/api/user', { headers: { cookie: elsewhere.cookie! } })).status, 'the other session ended').toBe(401);
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bearer}` } })).status, 'an older access token is refused').toBe(401);
+    const validated = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: sso.body.token });
+    expect(validated.body).toMatchObject({ valid: false, error: 'token_revoked' });
+    expect((await signIn(app, user.username, user.password)).res.status).toBe(401);
+    expect((await signIn(app, user.username, NEW_PASSWORD)).res.status).toBe(200);
+
+    const actions = (await auditRows(app, user.username)).map((row) => row.action);
+    expect(actions).toContain('user.password_change');
+    expect(JSON.stringify(await auditRows(app, user.username))).not.toContain(NEW_PASSWORD);
+    expect(await deliveries(app, hook, 'user.logout')).toStrictEqual([{ user_id: user.id, email: user.email, ip_address: '127.0.0.1', client_system: 'auth-service' }]);
+  });
+
+  it('works with a bearer access token; that token stops working afterwards', async () => {
+    const user = await makeUser(app);
+    const bearer = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token;
+    const r = await change(undefined, { current_password: user.password, new_password: NEW_PASSWORD }, { authorization: `Bearer ${bearer}` });
+    expect(r.status).toBe(200);
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bearer}` } })).status).toBe(401);
+    const fresh = (await app.http.post('/api/login', { username: user.username, password: NEW_PASSWORD })).body.token;
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${fresh}` } })).status).toBe(200);
+  });
+
+  it('refuses weak new passwords, saying what to fix', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const cases: Array<[string, RegExp]> = [
+      ['short one', /at least 10 characters/],
+      ['iloveyou123', /most commonly used/],
+      ['Pass Word 1234', /most commonly used/],
+      [user.username.toUpperCase(), /not be the username/],
+      [user.email, /not be the email/],
+      ['é'.repeat(40), /at most 72 bytes/],
+      [user.password, /differ from the current/],
+    ];
+    for (const [weak, why] of cases) {
+      const r = await change(cookie, { current_password: user.password, new_password: weak });
+      expect(r.status, weak).toBe(400);
+      expect(r.body.error).toBe('invalid_password');
+      expect(r.body.message).toMatch(why);
+    }
+    expect((await signIn(app, user.username, user.password)).res.status, 'nothing changed').toBe(200);
+  });
+
+  it('with a login instead of a session, a two-factor user must give their code too', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const json = { cookie: cookie!, 'content-type': 'application/json' };
+    const { secret } = (await app.http.post('/api/user/2fa/setup', undefined, { headers: json })).body;
+    expect((await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret) }, { headers: json })).status).toBe(200);
+
+    const withoutCode = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD });
+    expect(withoutCode.status).toBe(401);
+    expect(withoutCode.body.error).toBe('totp_required');
+    const withCode = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD, totp: await totpCode(secret, 1) });
+    expect(withCode.status).toBe(200);
+    expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'no session was kept: all ended').toBe(401);
+  });
+
+  it('answers 401 to a caller who is neither signed in nor gives a login', async () => {
+    const r = await change(undefined, { current_password: 'whatever it is', new_password: NEW_PASSWORD });
+    expect(r.status).toBe(401);
+    expect(r.body.error).toBe('unauthenticated');
+  });
+
+  it('the page: the dashboard links to /account/password, which changes the password', async () => {
+    const user = await makeUser(app);
+    const browser = formSession(await app.listen());
+    const login = await browser.get('/login');
+    expect((await browser.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: user.password })).status).toBe(303);
+    const dashboard = await browser.get('/dashboard');
+    expect(dashboard.text).toContain('href="/account/password"');
+    expect(dashboard.text).toContain('href="/account/sessions"');
+
+    const form = await browser.get('/account/password');
+    expect(form.status).toBe(200);
+    const csrf = hiddenField(form.text, '_csrf');
+    const wrong = await browser.post('/account/password', { _csrf: csrf, current_password: 'not it at all', new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('The current password is wrong.');
+    const mismatch = await browser.post('/account/password', { _csrf: csrf, current_password: user.password, new_password: NEW_PASSWORD, confirm_password: 'other words' });
+    expect(mismatch.status).toBe(400);
+    const weak = await browser.post('/account/password', { _csrf: csrf, current_password: user.password, new_password: 'short', confirm_password: 'short' });
+    expect(weak.status).toBe(400);
+    expect(weak.text).toContain('at least 10 characters');
+    const done = await browser.post('/account/password', { _csrf: csrf, current_password: user.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toBe('/account/password');
+    expect((await browser.get('/account/password')).text).toContain('Your password was changed');
+    expect((await signIn(app, user.username, NEW_PASSWORD)).res.status).toBe(200);
+  });
+
+  it('sends a visitor who is not signed in from /account/password to the sign-in page and back', async () => {
+    const r = await app.http.get('/account/password', { headers: { accept: 'text/html' } });
+    expect(r.status).toBe(303);
+    expect(r.headers.location).toBe('/login?next=/account/password');
+  });
+});
