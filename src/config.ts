@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
+import { logoUrlProblem } from './pages/logo-url.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -80,6 +81,16 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   /** How often expired, unused SSO tokens are swept (token.expired events). */
   TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
+  /** The organisation's name, shown in every page's header, footer and tab title. */
+  BRAND_NAME: optionalString.pipe(z.string().max(80).optional()).transform((v) => v ?? 'Auth Service'),
+  /**
+   * The organisation's logo: a path under /assets (a file in public/) or a data:image/...;base64,
+   * URL. Anything else is refused here, so no page ever makes a browser contact another site.
+   */
+  BRAND_LOGO_URL: optionalString.superRefine((v, ctx) => {
+    const problem = v === undefined ? null : logoUrlProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

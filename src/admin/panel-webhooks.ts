@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
@@ -8,7 +8,7 @@ import { registerWebhookSchema } from '../webhooks/schemas.ts';
 import type { WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, webhookForm } from './form-schemas.ts';
-import { renderAdmin } from './panel-common.ts';
+import { refusedForm, renderAdmin } from './panel-common.ts';
 import { listWebhookSummaries, setWebhookActive } from './webhooks.ts';
 
 /** What each event means, for the checkboxes (SPEC 6 and DESIGN.md). */
@@ -27,9 +27,12 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
   const { db, webhooks } = deps;
   const events = EVENT_TYPES.map((name) => ({ name, label: EVENT_LABELS[name] ?? name }));
 
-  const list: RequestHandler = async (req, res) => {
-    renderAdmin(req, res, 'webhooks', { section: 'webhooks', webhooks: await listWebhookSummaries(db), events });
+  const renderList = async (req: Request, res: Response, form: { url?: string; events?: string[] } = {}, refused?: unknown) => {
+    renderAdmin(req, res, 'webhooks', { section: 'webhooks', webhooks: await listWebhookSummaries(db), events, form },
+      refused === undefined ? {} : refusedForm(refused));
   };
+
+  const list: RequestHandler = (req, res) => renderList(req, res);
 
   const register: RequestHandler = async (req, res) => {
     const form = input(res, webhookForm);
@@ -39,11 +42,20 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const field = String(issue.path[0] ?? '');
-      throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`);
+      // `field` lets the page mark the input at fault (see pages/field-errors.ts)
+      throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`, { extra: { field } });
     }
     const created = await webhooks.register(parsed.data, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: `The webhook was registered. Deliveries will appear below as events happen.` });
     res.redirect(303, `/admin/webhooks/${created.id}`);
+  };
+
+  /** A refused registration is shown on the same page with what was typed (never the secret), the fields marked. */
+  const registerFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
+    const body = req.body as { url?: unknown; events?: unknown };
+    const chosen = ([] as unknown[]).concat(body.events ?? []).filter((e): e is string => typeof e === 'string');
+    await renderList(req, res, { url: typeof body.url === 'string' ? body.url : '', events: chosen }, err);
   };
 
   const show: RequestHandler = async (req, res) => {
@@ -75,5 +87,5 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     res.redirect(303, `/admin/webhooks/${id}`);
   };
 
-  return { list, register, show, setActive, remove, redeliver };
+  return { list, register, registerFailed, show, setActive, remove, redeliver };
 }

@@ -8,12 +8,14 @@ export interface ClientRecord {
   secret_last4: string;
   callback_url: string;
   allowed_ips: string[];
+  /** Shown on its sign-in page: a path under /assets or a data: image (see pages/logo-url.ts), or null. */
+  logo_url: string | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, active, created_at, updated_at';
+const COLUMNS = 'client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at';
 
 export async function findClient(q: Queryable, clientId: string): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
@@ -31,12 +33,12 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
 
 export async function insertClient(
   q: Queryable,
-  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[] },
+  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null },
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null],
   );
   return r.rows[0];
 }
@@ -49,11 +51,11 @@ export async function updateClientSecret(q: Queryable, clientId: string, secretH
   return r.rows[0] ?? null;
 }
 
-/** Changes the given fields of a client; unknown client: null. */
+/** Changes the given fields of a client (`logoUrl: null` removes the logo); unknown client: null. */
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null },
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -61,9 +63,11 @@ export async function updateClient(
        callback_url = COALESCE($3, callback_url),
        allowed_ips = COALESCE($4::text[], allowed_ips),
        active = COALESCE($5, active),
+       logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
-    [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null],
+    [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
+      patch.logoUrl !== undefined, patch.logoUrl ?? null],
   );
   return r.rows[0] ?? null;
 }

@@ -8,7 +8,8 @@ import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/queries.ts';
 import { findLink, linkClient, listDashboardSystems, unlinkClient } from './links.ts';
 import { sendToClient } from './login.ts';
-import { flashNext, renderPage } from './render.ts';
+import { fieldErrorsOf } from './field-errors.ts';
+import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';
 
 /**
@@ -94,6 +95,12 @@ export function dashboardHandlers(deps: { db: Db; clients: Pick<ClientService, '
     const details = err.extra.details as Array<{ message: string }> | undefined;
     const text = err.code === 'validation_error' && details?.[0] ? details[0].message : err.message;
     flashNext(req, { type: 'error', text });
+    // the link form's field is marked on the card of the system it was for
+    const clientId = (req.body as Record<string, unknown> | undefined)?.client_id;
+    if (req.path === '/dashboard/link' && typeof clientId === 'string') {
+      const errors = fieldErrorsOf(err);
+      fieldErrorsNext(req, { [`external_username:${clientId}`]: errors.external_username ?? text });
+    }
     res.redirect(303, '/dashboard');
   };
 

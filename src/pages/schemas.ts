@@ -37,6 +37,9 @@ export const linkFormSchema = z.object({
   external_username: z.string().trim().min(1, 'Enter your username at that system').max(128).regex(/^[^\p{Cc}]*$/u, 'The username contains control characters'),
 });
 
+/** Account security: a TOTP code or a recovery code (to confirm, to make new codes, to turn off). */
+export const securityCodeSchema = z.object({ code: z.string().trim().min(1, 'Enter the code from your authenticator app').max(64) });
+
 /** Dashboard: unlink, or sign in to, one client system. */
 export const clientFormSchema = z.object({ client_id: clientId });
 
@@ -48,5 +51,5 @@ export const clientFormSchema = z.object({ client_id: clientId });
 export const localNextSchema = z
   .string()
   .max(200)
-  .regex(/^\/(dashboard|admin)(\/[A-Za-z0-9._~\-/]*)?(\?[A-Za-z0-9._~\-=&%]*)?$/)
+  .regex(/^\/(dashboard|admin|account)(\/[A-Za-z0-9._~\-/]*)?(\?[A-Za-z0-9._~\-=&%]*)?$/)
   .refine((v) => !v.includes('//') && !v.includes('/.'));
