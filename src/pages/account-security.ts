@@ -28,6 +28,9 @@ const CODE_MESSAGES: Record<string, string> = {
   validation_error: 'Enter the code from your authenticator app.',
 };
 
+/** Confirming the setup takes only a code from the app (recovery codes come after). */
+const ENABLE_INVALID = 'That code is not valid. Enter the 6-digit code your authenticator app shows for this key.';
+
 const SECURITY_PATH = '/account/security';
 
 function context(req: Request) {
@@ -55,7 +58,9 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     const revealed = req.session.revealedRecoveryCodes;
     if (revealed) delete req.session.revealedRecoveryCodes;
     const err = options.error;
-    const message = err instanceof AppError ? (CODE_MESSAGES[err.code] ?? err.message) : undefined;
+    const message = err instanceof AppError
+      ? (options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID : (CODE_MESSAGES[err.code] ?? err.message))
+      : undefined;
     renderPage(req, res, 'account-security', {
       nav: 'security',
       totpEnabled: status.totp_enabled,
