@@ -44,7 +44,8 @@ export function fieldErrorsOf(err: unknown, rename: Record<string, string> = {})
     return out;
   }
   const field = err.extra.field as string | undefined ?? FIELD_OF_CODE[err.code];
-  if (field) out[rename[field] ?? field] = sentence(err.message);
+  // under its field, "callback_url must be ..." reads better as "Must be ..."
+  if (field) out[rename[field] ?? field] = sentence(err.message.replace(new RegExp(`^${field}:?\\s+`), ''));
   return out;
 }
 
