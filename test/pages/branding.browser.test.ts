@@ -9,7 +9,8 @@ const svg = (fill: string) => `data:image/svg+xml;base64,${Buffer.from(`<svg xml
 const BRAND_LOGO = svg('#0b7285');
 const CLIENT_LOGO = svg('#c2255c');
 
-describe.skipIf(browserMissing)('branding in Chromium', () => {
+// a browser on a busy two-core machine: generous bounds (nothing here measures speed)
+describe.skipIf(browserMissing)('branding in Chromium', { timeout: 120_000 }, () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

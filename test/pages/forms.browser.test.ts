@@ -21,7 +21,8 @@ async function submit(page: Page, button: Locator): Promise<void> {
   await page.waitForLoadState('domcontentloaded');
 }
 
-describe.skipIf(browserMissing)('field-level errors in the admin and dashboard forms, in Chromium', () => {
+// a browser on a busy two-core machine: generous bounds (nothing here measures speed)
+describe.skipIf(browserMissing)('field-level errors in the admin and dashboard forms, in Chromium', { timeout: 120_000 }, () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

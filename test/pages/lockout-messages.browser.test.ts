@@ -5,7 +5,8 @@ import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../he
 import { makeUser } from '../helpers/factories.ts';
 import { alertText, expectAccessible, signInPage } from './browser-support.ts';
 
-describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromium', () => {
+// a browser on a busy two-core machine: generous bounds (nothing here measures speed)
+describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromium', { timeout: 120_000 }, () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

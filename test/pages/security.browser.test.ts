@@ -15,7 +15,8 @@ async function fieldProblem(page: Page, selector: string): Promise<string | null
   });
 }
 
-describe.skipIf(browserMissing)('account security page in Chromium', () => {
+// a browser on a busy two-core machine: generous bounds (nothing here measures speed)
+describe.skipIf(browserMissing)('account security page in Chromium', { timeout: 120_000 }, () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;
