@@ -19,7 +19,7 @@ const SIZES = [
  * never wider than the viewport (no sideways scrolling of the page itself) and axe finds no
  * WCAG 2.1 A/AA violation. Long names, long URLs and wide tables are in the data on purpose.
  */
-describe.skipIf(browserMissing)('every page fits a phone and passes axe, in Chromium', () => {
+describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no console error, in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;
@@ -66,12 +66,23 @@ describe.skipIf(browserMissing)('every page fits a phone and passes axe, in Chro
     await saveScreenshot(page, `${size}-${name}`);
   }
 
+  /** Console errors of the page's own scripts and styles (an error status of a page itself is expected in some states). */
+  function watchConsole(page: Page, problems: string[]): Page {
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (400|401|403|404|423)/.test(m.text())) {
+        problems.push(`console error at ${page.url()}: ${m.text()}`);
+      }
+    });
+    page.on('pageerror', (e) => problems.push(`script error at ${page.url()}: ${e.message}`));
+    return page;
+  }
+
   for (const size of SIZES) {
     const open = async (): Promise<BrowserContext> => newContext(browser, size);
 
     it(`${size.name}: the sign-in pages, the signed-out page and the error pages`, { timeout: 120_000 }, async () => {
       const problems: string[] = [];
-      const page = await (await open()).newPage();
+      const page = watchConsole(await (await open()).newPage(), problems);
       await page.goto(`${url}/login`);
       await check(page, size.name, 'login', problems);
       await signInPage(page, url, member.username, 'not the password', '');
@@ -92,7 +103,7 @@ describe.skipIf(browserMissing)('every page fits a phone and passes axe, in Chro
     it(`${size.name}: the dashboard, the account security page in each state, the second sign-in step and the 403 page`, { timeout: 120_000 }, async () => {
       const problems: string[] = [];
       const user = await makeUser(app, { fullName: 'Bartholomew Featherstonehaugh-Cholmondeley' });
-      const page = await (await open()).newPage();
+      const page = watchConsole(await (await open()).newPage(), problems);
       await signInPage(page, url, user.username, user.password);
       await page.locator(`#link-${clientId}`).fill('   ');
       await page.locator(`[data-client-id="${clientId}"]`).getByRole('button', { name: 'Link' }).click();
@@ -118,7 +129,7 @@ describe.skipIf(browserMissing)('every page fits a phone and passes axe, in Chro
       await page.getByRole('button', { name: 'Turn off' }).click();
       await page.waitForLoadState('domcontentloaded');
       await check(page, size.name, 'security-refused', problems);
-      const other = await (await open()).newPage();
+      const other = watchConsole(await (await open()).newPage(), problems);
       await signInPage(other, url, user.username, user.password, `/sso/login?client_id=${clientId}`);
       await check(other, size.name, 'login-second-step', problems);
       expect(problems).toStrictEqual([]);
@@ -126,7 +137,7 @@ describe.skipIf(browserMissing)('every page fits a phone and passes axe, in Chro
 
     it(`${size.name}: every admin page, with a refused form`, { timeout: 180_000 }, async () => {
       const problems: string[] = [];
-      const page = await (await open()).newPage();
+      const page = watchConsole(await (await open()).newPage(), problems);
       await signInPage(page, url, admin.username, admin.password, '/login?next=/admin');
       for (const [name, path] of [
         ['admin-overview', '/admin'], ['admin-clients', '/admin/clients'], ['admin-client', `/admin/clients/${clientId}`],
