@@ -42,6 +42,8 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', trustProxySetting(config.TRUST_PROXY));
   app.set('view engine', 'ejs');
   app.set('views', VIEWS_DIR);
+  // every view reads the organisation's name and logo (checked at config load: local or data: only)
+  app.locals.brand = { name: config.BRAND_NAME, logoUrl: config.BRAND_LOGO_URL ?? null };
   app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
   app.use(httpMetrics(deps.deps.metrics));
   app.use(securityHeaders({ production: config.NODE_ENV === 'production' })); // CSP without inline script, nosniff, no framing
@@ -75,7 +77,7 @@ export function createApp(deps: AppDeps): Express {
     adminLinkRoutes({ links: deps.links, userLimit: deps.limiters.user }),
     adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, links: deps.links, userLimit: deps.limiters.user }),
     pageRoutes({
-      db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login,
+      db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login, userLimit: deps.limiters.user, lockMinutes: config.LOCKOUT_MINUTES,
       dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',
     }),
     accountPageRoutes({ passwords: deps.passwords, sessions: deps.sessions, loginLimit: deps.limiters.login }),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { durationKey } from './config/duration.ts';
+import { logoUrlProblem } from './pages/logo-url.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -115,6 +116,16 @@ export const configSchema = z.object({
   MAIL_FROM: z.string().min(3).default('Auth Service <no-reply@localhost>'),
   /** This service's address as users reach it (links in mail); default http://localhost:PORT outside production, required with SMTP_URL in production. */
   PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /** The organisation's name, shown in every page's header, footer and tab title. */
+  BRAND_NAME: optionalString.pipe(z.string().max(80).optional()).transform((v) => v ?? 'Auth Service'),
+  /**
+   * The organisation's logo: a path under /assets (a file in public/) or a data:image/...;base64,
+   * URL. Anything else is refused here, so no page ever makes a browser contact another site.
+   */
+  BRAND_LOGO_URL: optionalString.superRefine((v, ctx) => {
+    const problem = v === undefined ? null : logoUrlProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -35,7 +35,7 @@ export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin
   const createClient: RequestHandler = async (req, res) => {
     const body = input(res, createClientSchema);
     const { client, secret } = await clients.createClient({
-      name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything,
+      name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
     }, api(req, res));
     res.status(201).json({ ...toPublicClient(client), client_secret: secret });
   };
@@ -45,7 +45,7 @@ export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin
   const updateClient: RequestHandler = async (req, res) => {
     const body = input(res, updateClientSchema);
     const client = await clients.updateClient(clientIdParam(req), {
-      clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything,
+      clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
     }, api(req, res));
     res.json(toPublicClient(client));
   };

@@ -10,6 +10,8 @@ export const clientForm = z.object({
   callback_url: text(2048).trim().min(1, 'enter the callback URL'),
   allowed_ips: text(8000).default(''),
   allow_everything: checkbox,
+  /** A path under /assets or a data: image; blank for none. */
+  logo_url: text(15000).default(''),
 });
 
 /** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */

@@ -6,12 +6,12 @@ import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
 import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
-import { checked, messageOf, renderAdmin, splitList } from './panel-common.ts';
+import { checked, refusedForm, renderAdmin, splitList } from './panel-common.ts';
 
-type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string };
+type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
 
 function formValuesOf(c: ClientRecord): ClientFormValues {
-  return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n') };
+  return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
 }
 
 /**
@@ -27,23 +27,21 @@ export function clientPanel(deps: { clients: ClientService }) {
     return client;
   }
 
-  const renderList = async (req: Request, res: Response, form: Partial<ClientFormValues> = {}, error?: string) => {
+  const renderList = async (req: Request, res: Response, form: Partial<ClientFormValues> = {}, refused?: unknown) => {
     renderAdmin(req, res, 'clients', {
       section: 'clients',
       clients: (await clients.listClients()).map(toPublicClient),
       form,
-    }, { status: error ? 400 : 200, flash: error ? [{ type: 'error', text: error }] : [] });
+    }, refused === undefined ? {} : refusedForm(refused));
   };
 
-  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, error?: string) => {
+  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown) => {
     // the one-time secret belongs to this page view only: taken out of the session here
     const revealed = req.session.revealedSecret?.client_id === client.client_id ? req.session.revealedSecret : undefined;
     if (revealed) delete req.session.revealedSecret;
     const previousUntil = client.previous_secret_expires_at ? new Date(client.previous_secret_expires_at).toISOString() : null;
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, revealed, previousUntil }, {
-      status: error ? 400 : 200,
-      flash: error ? [{ type: 'error', text: error }] : [],
-    });
+    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, revealed, previousUntil },
+      refused === undefined ? {} : refusedForm(refused));
   };
 
   const list: RequestHandler = (req, res) => renderList(req, res);
@@ -55,6 +53,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       callbackUrl: form.callback_url,
       allowedIps: splitList(form.allowed_ips),
       allowEverything: checked(form.allow_everything),
+      logoUrl: form.logo_url,
     }, actorOf(req, res, 'admin_panel'));
     req.session.revealedSecret = { client_id: client.client_id, secret, reason: 'created' };
     res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
@@ -73,6 +72,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       callbackUrl: form.callback_url,
       allowedIps: splitList(form.allowed_ips),
       allowEverything: checked(form.allow_everything),
+      logoUrl: form.logo_url,
     }, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
     res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
@@ -104,12 +104,12 @@ export function clientPanel(deps: { clients: ClientService }) {
   /** A refused registration or edit is shown on the same form, with what was typed, naming the problem. */
   const createFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
-    await renderList(req, res, req.body as ClientFormValues, messageOf(err));
+    await renderList(req, res, req.body as ClientFormValues, err);
   };
   const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
     const client = await clientOr404(req);
-    renderDetail(req, res, client, { ...formValuesOf(client), ...(req.body as ClientFormValues) }, messageOf(err));
+    renderDetail(req, res, client, { ...formValuesOf(client), ...(req.body as ClientFormValues) }, err);
   };
 
   return { list, create, show, update, setActive, confirmRegenerate, regenerate, createFailed, updateFailed };

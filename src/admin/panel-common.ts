@@ -1,7 +1,8 @@
 import { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
-import { type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
+import { type FieldErrors, fieldErrorsOf } from '../pages/field-errors.ts';
+import { fieldErrorsNext, type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
 import type { UserRecord } from '../users/queries.ts';
 
 declare module 'express-session' {
@@ -45,7 +46,7 @@ export function renderAdmin(
   res: Response,
   view: string,
   locals: Record<string, unknown>,
-  options: { status?: number; flash?: FlashMessage[] } = {},
+  options: { status?: number; flash?: FlashMessage[]; fieldErrors?: FieldErrors } = {},
 ): void {
   // a one-time secret not shown on the page it was meant for (clientPanel takes it out before
   // rendering that page) is dropped at the next admin page, so it never lingers in the session
@@ -62,6 +63,12 @@ export function messageOf(err: AppError): string {
   return err.message;
 }
 
+/** The options of a form shown again after a refusal: 400, the banner as summary, the fields marked. */
+export function refusedForm(err: unknown, rename: Record<string, string> = {}): { status: number; flash: FlashMessage[]; fieldErrors: FieldErrors } {
+  const text = err instanceof AppError ? messageOf(err) : 'The form could not be saved.';
+  return { status: 400, flash: [{ type: 'error', text }], fieldErrors: fieldErrorsOf(err, rename) };
+}
+
 /**
  * A refused panel form goes back (post/redirect/get) with the reason shown. A stale or forged
  * form (CSRF), a refusal of access and server errors get the error page and change nothing.
@@ -70,6 +77,7 @@ export function backWithError(back: (req: Request) => string): ErrorRequestHandl
   return (err, req, res, next) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status) || !req.session) return next(err);
     flashNext(req, { type: 'error', text: messageOf(err) });
+    fieldErrorsNext(req, fieldErrorsOf(err));
     res.redirect(303, back(req));
   };
 }

@@ -4,7 +4,7 @@ import { toPublicAudit } from '../audit/export.ts';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { auditFilterOf, auditQuery } from './schemas.ts';
-import { messageOf, renderAdmin } from './panel-common.ts';
+import { refusedForm, renderAdmin } from './panel-common.ts';
 import { readOverview } from './overview.ts';
 
 /** The overview page and the audit log page. */
@@ -28,7 +28,7 @@ export function overviewPanel(deps: { db: Db }) {
         extra: { details: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) },
       });
       renderAdmin(req, res, 'audit', { section: 'audit', filter: raw, entries: [], nextUrl: null, actions: await auditActions(db), filterParams: filterParams.toString() },
-        { status: 400, flash: [{ type: 'error', text: messageOf(err) }] });
+        refusedForm(err));
       return;
     }
     const q = parsed.data;

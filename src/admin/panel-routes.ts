@@ -48,7 +48,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.get('/admin/users/new', noStore, limit, admin, users.showNew);
   r.post('/admin/users', noStore, form, limit, admin, requireCsrf, validateBody(userCreateForm), users.create, users.createFailed);
   r.get(user, noStore, limit, admin, users.show);
-  r.post(user, noStore, form, limit, admin, requireCsrf, validateBody(userEditForm), users.update, back(user));
+  r.post(user, noStore, form, limit, admin, requireCsrf, validateBody(userEditForm), users.update, users.updateFailed);
   r.post(`${user}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), users.setActive, back(user));
   r.post(`${user}/unlock`, noStore, form, limit, admin, requireCsrf, users.unlock, back(user));
   r.post(`${user}/reset-2fa`, noStore, form, limit, admin, requireCsrf, users.resetTwoFactor, back(user));
@@ -57,7 +57,7 @@ export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdm
   r.post(`${user}/password`, noStore, form, limit, admin, requireCsrf, validateBody(userPasswordForm), users.setPassword, back(user));
 
   r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
-  r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, back('/admin/webhooks'));
+  r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, hooks.registerFailed);
   r.get(hook, noStore, limit, admin, hooks.show);
   r.post(hook, noStore, form, limit, admin, requireCsrf, validateBody(webhookEditForm), hooks.update, back(hook));
   r.post(`${hook}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), hooks.setActive, back(hook));

@@ -5,7 +5,7 @@ import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
-import { checked, messageOf, renderAdmin } from './panel-common.ts';
+import { checked, refusedForm, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';
 
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
@@ -21,11 +21,8 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
     renderAdmin(req, res, 'users', { section: 'users', q, users: await userAdmin.search(q, 200), pendingLinks: q ? [] : await links.list({ status: 'pending' }, 100) });
   };
 
-  const renderNew = (req: Request, res: Response, form: Record<string, string> = {}, error?: string) => {
-    renderAdmin(req, res, 'user-new', { section: 'users', form, roles: PANEL_ROLES }, {
-      status: error ? 400 : 200,
-      flash: error ? [{ type: 'error', text: error }] : [],
-    });
+  const renderNew = (req: Request, res: Response, form: Record<string, string> = {}, refused?: unknown) => {
+    renderAdmin(req, res, 'user-new', { section: 'users', form, roles: PANEL_ROLES }, refused === undefined ? {} : refusedForm(refused));
   };
 
   const showNew: RequestHandler = (req, res) => renderNew(req, res);
@@ -40,14 +37,26 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
   const createFailed = (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
     const { password: _password, _csrf, ...form } = req.body as Record<string, string>;
-    renderNew(req, res, form, messageOf(err));
+    renderNew(req, res, form, err);
   };
 
-  const show: RequestHandler = async (req, res) => {
+  const renderDetail = async (req: Request, res: Response, typed: Record<string, string> = {}, refused?: unknown) => {
     const id = idParam(req);
     const user = await userAdmin.get(id);
     const roles = PANEL_ROLES.includes(user.role) ? PANEL_ROLES : [...PANEL_ROLES, user.role];
-    renderAdmin(req, res, 'user', { section: 'users', subject: user, links: await userAdmin.links(id), roles });
+    // a refused profile form shows what was typed, so it can be corrected
+    const form = { email: typed.email ?? user.email, full_name: typed.full_name ?? user.full_name, role: typed.role ?? user.role };
+    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, links: await userAdmin.links(id), roles },
+      refused === undefined ? {} : refusedForm(refused));
+  };
+
+  const show: RequestHandler = (req, res) => renderDetail(req, res);
+
+  /** A refused profile edit is shown on the same page, the field at fault marked. */
+  const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
+    const { _csrf, ...typed } = req.body as Record<string, string>;
+    await renderDetail(req, res, typed, err);
   };
 
   const update: RequestHandler = async (req, res) => {
@@ -91,5 +100,5 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
     res.redirect(303, detailUrl(id));
   };
 
-  return { list, showNew, create, createFailed, show, update, setActive, unlock, resetTwoFactor, setPassword };
+  return { list, showNew, create, createFailed, show, update, updateFailed, setActive, unlock, resetTwoFactor, setPassword };
 }

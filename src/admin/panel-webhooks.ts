@@ -1,5 +1,5 @@
+import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
-import type { RequestHandler } from 'express';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
@@ -9,7 +9,7 @@ import { registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.
 import type { WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, webhookEditForm, webhookForm } from './form-schemas.ts';
-import { renderAdmin } from './panel-common.ts';
+import { refusedForm, renderAdmin } from './panel-common.ts';
 import { listWebhookSummaries, setWebhookActive } from './webhooks.ts';
 
 /** The ticked event checkboxes: none, one (a string) or several. */
@@ -21,7 +21,8 @@ function apiInput<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const field = String(issue.path[0] ?? '');
-  throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`);
+  // `field` lets the page mark the input at fault (see pages/field-errors.ts)
+  throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`, { extra: { field } });
 }
 
 /** What each event means, for the checkboxes (SPEC 6 and DESIGN.md). */
@@ -40,9 +41,12 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
   const { db, webhooks } = deps;
   const events = EVENT_TYPES.map((name) => ({ name, label: EVENT_LABELS[name] ?? name }));
 
-  const list: RequestHandler = async (req, res) => {
-    renderAdmin(req, res, 'webhooks', { section: 'webhooks', webhooks: await listWebhookSummaries(db), events });
+  const renderList = async (req: Request, res: Response, form: { url?: string; events?: string[] } = {}, refused?: unknown) => {
+    renderAdmin(req, res, 'webhooks', { section: 'webhooks', webhooks: await listWebhookSummaries(db), events, form },
+      refused === undefined ? {} : refusedForm(refused));
   };
+
+  const list: RequestHandler = (req, res) => renderList(req, res);
 
   const register: RequestHandler = async (req, res) => {
     const form = input(res, webhookForm);
@@ -51,6 +55,14 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     const created = await webhooks.register(parsed, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: `The webhook was registered. Deliveries will appear below as events happen.` });
     res.redirect(303, `/admin/webhooks/${created.id}`);
+  };
+
+  /** A refused registration is shown on the same page with what was typed (never the secret), the fields marked. */
+  const registerFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
+    const body = req.body as { url?: unknown; events?: unknown };
+    const chosen = ([] as unknown[]).concat(body.events ?? []).filter((e): e is string => typeof e === 'string');
+    await renderList(req, res, { url: typeof body.url === 'string' ? body.url : '', events: chosen }, err);
   };
 
   const show: RequestHandler = async (req, res) => {
@@ -95,5 +107,5 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     res.redirect(303, `/admin/webhooks/${id}`);
   };
 
-  return { list, register, show, update, setActive, remove, redeliver };
+  return { list, register, registerFailed, show, update, setActive, remove, redeliver };
 }

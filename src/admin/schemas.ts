@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { AuditFilter } from '../audit/queries.ts';
 import { MAX_GRACE_SECONDS } from '../clients/service.ts';
 import { normalizeIp } from '../http/client-ip.ts';
+import { MAX_LOGO_URL_LENGTH } from '../pages/logo-url.ts';
 import { normalizeUsername } from '../users/username.ts';
 
 // NUL characters and lone surrogates are refused for every request by http/text-guard.ts.
@@ -10,6 +11,7 @@ const str = (max: number) => z.string().max(max);
 const name = str(200).trim().min(1, 'must not be empty');
 const url = str(2048).trim().min(1);
 const ipList = z.array(str(100)).max(200);
+const logoUrl = str(MAX_LOGO_URL_LENGTH).trim();
 
 /** POST /api/admin/clients */
 export const createClientSchema = z.object({
@@ -19,6 +21,8 @@ export const createClientSchema = z.object({
   client_id: z.string().regex(/^[a-z0-9][a-z0-9_-]{2,63}$/, 'lower-case letters, digits, _ and -, 3-64 characters').optional(),
   /** Confirms an allow-everything range such as 0.0.0.0/0. */
   allow_everything: z.boolean().optional(),
+  /** Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL. */
+  logo_url: logoUrl.optional(),
 }).strict();
 
 /**
@@ -36,6 +40,8 @@ export const updateClientSchema = z.object({
   allowed_ips: ipList.optional(),
   active: z.boolean().optional(),
   allow_everything: z.boolean().optional(),
+  /** null (or "") removes the logo. */
+  logo_url: logoUrl.nullable().optional(),
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
 const email = str(254).trim();

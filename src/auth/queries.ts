@@ -104,6 +104,12 @@ export async function consumeRecoveryCode(q: Queryable, userId: number, codeHash
   return r.rowCount > 0;
 }
 
+/** How many of a user's recovery codes are still unused. */
+export async function countUnusedRecoveryCodes(q: Queryable, userId: number): Promise<number> {
+  const r = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId]);
+  return Number(r.rows[0]?.n ?? 0);
+}
+
 /** Replaces a user's recovery codes with new ones (hashes only). */
 export async function replaceRecoveryCodes(q: Queryable, userId: number, codeHashes: string[]): Promise<void> {
   await q.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);

@@ -60,10 +60,32 @@ export class PasswordChangeRequired extends AppError {
   }
 }
 
-const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'Invalid login or password');
+const minutes = (n: number) => `${n} minute${n === 1 ? '' : 's'}`;
 
-function accountLocked(remainingMinutes: number): AppError {
-  return new AppError(423, 'account_locked', `Too many failed sign-ins; try again in ${remainingMinutes} minute(s)`, {
+/**
+ * A counted failure: 401 with how many attempts are left before the lock (the counter runs
+ * per login name, known or not, so this tells nothing about whether the name exists). The
+ * attempt before the lock says so in its message.
+ */
+function countedFailure(code: 'invalid_credentials' | 'invalid_totp' | 'totp_reused', attemptsRemaining: number, lockMinutes: number): AppError {
+  const base = {
+    invalid_credentials: 'Invalid login or password.',
+    invalid_totp: 'The two-factor code is invalid.',
+    totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
+  }[code];
+  const warning = attemptsRemaining === 1 ? ` One more failed attempt locks the account for ${minutes(lockMinutes)}.` : '';
+  return new AppError(401, code, base + warning, { extra: { attempts_remaining: attemptsRemaining } });
+}
+
+/**
+ * 423 account_locked with the whole minutes left. `now` marks the attempt that set the lock,
+ * so its message says the account is now locked rather than that it was.
+ */
+function accountLocked(remainingMinutes: number, now = false): AppError {
+  const message = now
+    ? `Too many failed sign-in attempts: this account is now locked for ${minutes(remainingMinutes)}.`
+    : `Too many failed sign-in attempts. This account is locked; try again in ${minutes(remainingMinutes)}.`;
+  return new AppError(423, 'account_locked', message, {
     extra: { remaining_minutes: remainingMinutes },
     headers: { 'Retry-After': String(remainingMinutes * 60) },
   });
@@ -76,13 +98,16 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
   prepareDummyHash(config.BCRYPT_COST);
 
   /** Counts a failed attempt (and maybe locks), audits it, emits the events; always throws. */
-  async function fail(login: string, user: LoginUser | null, reason: FailureReason, input: LoginInput): Promise<never> {
+  async function fail(login: string, user: LoginUser | null, reason: FailureReason, input: LoginInput, reused = false): Promise<never> {
     const outcome = await db.transaction(async (tx) => {
       const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
       await writeAudit(tx, {
         action: 'user.login', outcome: 'failure', userId: user?.id ?? null, username: login.slice(0, 200),
         ipAddress: input.ipAddress, userAgent: input.userAgent,
-        details: { via: input.via, reason, ...(counted.counted ? { failed_count: counted.failedCount } : { counted: false }) },
+        details: {
+          via: input.via, reason, ...(reused ? { totp_reused: true } : {}),
+          ...(counted.counted ? { failed_count: counted.failedCount } : { counted: false }),
+        },
       });
       await outbox.enqueue(tx, 'user.login_failed', {
         username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason,
@@ -110,7 +135,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       const lock = await activeLock(db, login);
       if (lock) throw accountLocked(lock.remaining_minutes);
     }
-    throw reason === 'invalid_totp' ? new AppError(401, 'invalid_totp', 'The two-factor code is invalid') : invalidCredentials();
+    // the attempt that locks learns it now, not at the next try with the right password
+    if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES, true);
+    const remaining = outcome.counted ? Math.max(1, config.LOCKOUT_THRESHOLD - outcome.failedCount) : config.LOCKOUT_THRESHOLD;
+    const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
+    throw countedFailure(code, remaining, config.LOCKOUT_MINUTES);
   }
 
   /** An attempt while the name is locked: not counted, not checked, but audited. */
@@ -135,10 +164,12 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
     /**
      * Checks a login name, password and (for two-factor users) a TOTP or recovery code.
-     * Throws 423 account_locked while the name is locked (nothing else is checked then),
-     * 401 invalid_credentials for any wrong name/password/inactive user (one message, one
-     * bcrypt compare either way), 401 totp_required when the password is right but the
-     * user's code is missing (not counted), 401 invalid_totp for a wrong code (counted).
+     * Throws 423 account_locked while the name is locked (nothing else is checked then) and
+     * on the failed attempt that sets the lock; 401 invalid_credentials for any wrong
+     * name/password/inactive user (one message, one bcrypt compare either way), 401
+     * totp_required when the password is right but the user's code is missing (not counted),
+     * 401 invalid_totp for a wrong code and 401 totp_reused for a code already used (both
+     * counted). Counted 401s carry attempts_remaining.
      * On success resets the counter, audits and emits user.login.
      */
     async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean }> {
@@ -259,8 +290,8 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         });
         throw new AppError(401, 'totp_required', 'A two-factor code is required');
       }
-      const factor = await twoFactor.checkCode(db, user, input.totp);
-      if (!factor) return fail(login, user, 'invalid_totp', input);
+      const factor = await twoFactor.checkCodeDetailed(db, user, input.totp);
+      if (factor === 'reused' || factor === null) return fail(login, user, 'invalid_totp', input, factor === 'reused');
       twoFactorUsed = true;
     }
     return { user, twoFactorUsed, login };

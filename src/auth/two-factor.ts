@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import type { UserRecord } from '../users/queries.ts';
 import {
-  claimTotpStep, consumeRecoveryCode, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
+  claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
 } from './queries.ts';
 import { enrollmentMaterial, hashRecoveryCode, looksLikeTotp, matchTotpStep, newRecoveryCodes, newTotpSecret } from './totp.ts';
 
@@ -15,6 +15,7 @@ export interface TwoFactorContext {
 }
 
 const invalidCode = () => new AppError(400, 'invalid_totp', 'The two-factor code is invalid');
+const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already used. Wait for the next code from your authenticator app.');
 
 /** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
 export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
@@ -26,10 +27,20 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
    * statement, so two concurrent uses of one code cannot both succeed.
    */
   async function checkCode(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<'totp' | 'recovery' | null> {
+    const result = await checkCodeDetailed(q, user, code);
+    return result === 'reused' ? null : result;
+  }
+
+  /**
+   * As checkCode, but tells a right TOTP code whose time step was already used ('reused':
+   * the user should wait for the next code) from a wrong one (null). Never a success.
+   */
+  async function checkCodeDetailed(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<'totp' | 'recovery' | 'reused' | null> {
     if (looksLikeTotp(code)) {
       if (!user.totp_secret) return null;
       const step = await matchTotpStep(user.totp_secret, code);
-      return step !== null && (await claimTotpStep(q, user.id, step)) ? 'totp' : null;
+      if (step === null) return null;
+      return (await claimTotpStep(q, user.id, step)) ? 'totp' : 'reused';
     }
     if (code.length > 64) return null;
     return (await consumeRecoveryCode(q, user.id, hashRecoveryCode(code))) ? 'recovery' : null;
@@ -37,6 +48,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
 
   return {
     checkCode,
+    checkCodeDetailed,
 
     /**
      * Starts enrollment: a new secret (replacing any unconfirmed one), its otpauth:// URI
@@ -65,7 +77,8 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
         if (!state?.totp_secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup');
         if (!looksLikeTotp(code)) throw invalidCode();
         const step = await matchTotpStep(state.totp_secret, code);
-        if (step === null || !(await claimTotpStep(tx, user.id, step))) throw invalidCode();
+        if (step === null) throw invalidCode();
+        if (!(await claimTotpStep(tx, user.id, step))) throw reusedCode();
         await setTotpEnabled(tx, user.id, true);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
@@ -80,10 +93,46 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
       await db.transaction(async (tx) => {
         const state = await findTotpState(tx, user.id);
         if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
-        if (!(await checkCode(tx, { id: user.id, totp_secret: state.totp_secret }, code))) throw invalidCode();
+        const factor = await checkCodeDetailed(tx, { id: user.id, totp_secret: state.totp_secret }, code);
+        if (factor === 'reused') throw reusedCode();
+        if (!factor) throw invalidCode();
         await setTotpEnabled(tx, user.id, false);
-        await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
+        await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
       });
+    },
+
+    /**
+     * Replaces the recovery codes with ten new ones (the old ones stop working), given a
+     * current TOTP code or an unused recovery code; the new codes are shown this once.
+     */
+    async regenerateRecoveryCodes(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
+      const codes = newRecoveryCodes();
+      await db.transaction(async (tx) => {
+        const state = await findTotpState(tx, user.id);
+        if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
+        const factor = await checkCodeDetailed(tx, { id: user.id, totp_secret: state.totp_secret }, code);
+        if (factor === 'reused') throw reusedCode();
+        if (!factor) throw invalidCode();
+        await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
+        await writeAudit(tx, { action: 'user.2fa_recovery_codes', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
+      });
+      return { recovery_codes: codes };
+    },
+
+    /**
+     * The enrollment started with `startSetup` and not yet confirmed (secret, otpauth URI,
+     * QR code), so a page can show it again until a code confirms it; null when none.
+     */
+    async pendingSetup(user: UserRecord): Promise<{ secret: string; otpauth_uri: string; qr_svg: string } | null> {
+      const state = await findTotpState(db, user.id);
+      if (!state || state.totp_enabled || !state.totp_secret) return null;
+      return { secret: state.totp_secret, ...(await enrollmentMaterial(state.totp_secret, user.username, config.ISSUER)) };
+    },
+
+    /** Whether the user has two-factor on, and how many unused recovery codes are left. */
+    async status(user: Pick<UserRecord, 'id'>): Promise<{ totp_enabled: boolean; recovery_codes_left: number }> {
+      const state = await findTotpState(db, user.id);
+      return { totp_enabled: state?.totp_enabled === true, recovery_codes_left: state?.totp_enabled ? await countUnusedRecoveryCodes(db, user.id) : 0 };
     },
   };
 }

@@ -8,6 +8,8 @@ export interface ClientRecord {
   secret_last4: string;
   callback_url: string;
   allowed_ips: string[];
+  /** Shown on its sign-in page: a path under /assets or a data: image (see pages/logo-url.ts), or null. */
+  logo_url: string | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -22,7 +24,7 @@ export interface ClientRecord {
  * decided by the database's clock in the very statement that reads it, so every instance
  * stops accepting it at the same moment whatever its own clock says.
  */
-const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, active, created_at, updated_at,
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
@@ -42,12 +44,12 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
 
 export async function insertClient(
   q: Queryable,
-  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[] },
+  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null },
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null],
   );
   return r.rows[0];
 }
@@ -73,11 +75,11 @@ export async function updateClientSecret(
   return r.rows[0] ?? null;
 }
 
-/** Changes the given fields of a client; unknown client: null. */
+/** Changes the given fields of a client (`logoUrl: null` removes the logo); unknown client: null. */
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null },
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -85,9 +87,11 @@ export async function updateClient(
        callback_url = COALESCE($3, callback_url),
        allowed_ips = COALESCE($4::text[], allowed_ips),
        active = COALESCE($5, active),
+       logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
-    [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null],
+    [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
+      patch.logoUrl !== undefined, patch.logoUrl ?? null],
   );
   return r.rows[0] ?? null;
 }

@@ -1,6 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
+import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
@@ -22,6 +23,7 @@ export interface PublicClient {
   client_secret: string;
   callback_url: string;
   allowed_ips: string[];
+  logo_url: string | null;
   active: boolean;
   created_at: string;
   updated_at: string;
@@ -36,6 +38,7 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     client_secret: maskSecret(c.secret_last4),
     callback_url: c.callback_url,
     allowed_ips: c.allowed_ips,
+    logo_url: c.logo_url ?? null,
     active: c.active,
     created_at: new Date(c.created_at).toISOString(),
     updated_at: new Date(c.updated_at).toISOString(),
@@ -63,6 +66,15 @@ export function checkCallbackUrl(raw: string, options: { production?: boolean } 
     throw new AppError(400, 'invalid_callback_url', 'callback_url must use https: the token travels in its query string');
   }
   return url.toString();
+}
+
+/** A client logo as given (blank: none), or 400 invalid_logo_url naming what is accepted. */
+export function checkLogoUrl(raw: string | null | undefined): string | null {
+  const value = raw?.trim() ?? '';
+  if (value === '') return null;
+  const problem = logoUrlProblem(value);
+  if (problem) throw new AppError(400, 'invalid_logo_url', `logo_url ${problem}`);
+  return value;
 }
 
 /**
@@ -106,11 +118,12 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
     async createClient(
-      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean },
+      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null },
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
+      const logoUrl = checkLogoUrl(input.logoUrl);
       const clientId = input.clientId ?? generateClientId(input.name);
       const secret = generateClientSecret();
       const client = await db.transaction(async (tx) => {
@@ -122,6 +135,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
           secretLast4: secret.slice(-4),
           callbackUrl,
           allowedIps,
+          logoUrl,
         });
         await writeAudit(tx, { action: 'client.create', outcome: 'success', clientId, ...actorAudit(actor) });
         await outbox.enqueue(tx, 'client.registered', { client_id: clientId, client_name: input.name });
@@ -159,7 +173,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
     /** Changes name, callback URL, allow list or active flag of a client. */
     async updateClient(
       clientId: string,
-      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean },
+      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null },
       actor: Actor,
     ): Promise<ClientRecord> {
       const changes = {
@@ -167,11 +181,14 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
         callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl, { production }),
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),
         active: patch.active,
+        logoUrl: patch.logoUrl === undefined ? undefined : checkLogoUrl(patch.logoUrl),
       };
       return db.transaction(async (tx) => {
         const updated = await updateClient(tx, clientId, changes);
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        const changed = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+        const changed: Record<string, unknown> = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+        // a data: logo can be kilobytes: the log names the change, not the image
+        if (typeof changes.logoUrl === 'string' && changes.logoUrl.startsWith('data:')) changed.logoUrl = `data: image, ${changes.logoUrl.length} characters`;
         await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { ...actorAudit(actor).details, changed } });
         return updated;
       });

@@ -8,7 +8,7 @@ const noClient = err('No such client', { error: 'client_not_found', message: 'No
 const noUser = err('No such user');
 const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
-  allowed_ips: ['203.0.113.0/24'], active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
+  allowed_ips: ['203.0.113.0/24'], logo_url: '/assets/logos/shop.svg', active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
   previous_secret_expires_at: null,
 };
 const adminUser = {
@@ -31,7 +31,8 @@ export const ADMIN_OPERATIONS: Operation[] = [
   }),
   api({ method: 'get', path: '/api/admin/clients/:client_id', summary: 'One client system', responses: { 200: { description: 'The client', schema: R.publicClient, example: client }, 404: noClient, ...guarded } }),
   api({
-    method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, allowed IPs, active)',
+    method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, allowed IPs, logo, active)',
+    description: '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it.',
     body: updateClientSchema,
     example: { allowed_ips: ['203.0.113.0/24', '2001:db8::/32'], active: true },
     responses: { 200: { description: 'The changed client', schema: R.publicClient, example: client }, 400: invalid, 404: noClient, ...guarded },

@@ -1,5 +1,5 @@
 import { sessionLoginSchema, tokenLoginSchema } from '../auth/schemas.ts';
-import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema } from '../pages/schemas.ts';
+import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, securityCodeSchema } from '../pages/schemas.ts';
 import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from '../sso/schemas.ts';
 import { twoFactorCodeSchema } from '../users/schemas.ts';
 import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
@@ -85,8 +85,9 @@ export const OPERATIONS: Operation[] = [
     responses: {
       200: { description: 'Signed in', schema: R.sessionLogin, example: { success: true, user } },
       400: invalid,
-      401: err('Invalid credentials or two-factor code', { error: 'invalid_credentials', message: 'Invalid login or password' }),
-      423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
+      401: err('Invalid credentials (`invalid_credentials`), wrong two-factor code (`invalid_totp`), a code already used (`totp_reused`: wait for the next one), or a missing code (`totp_required`, not counted). Counted failures carry `attempts_remaining`; at 1 the message warns that the next failure locks.',
+        { error: 'invalid_credentials', message: 'Invalid login or password. One more failed attempt locks the account for 30 minutes.', attempts_remaining: 1 }),
+      423: err('Account locked: on the failed attempt that sets the lock ("now locked") and on every attempt while it lasts', { error: 'account_locked', message: 'Too many failed sign-in attempts: this account is now locked for 30 minutes.', remaining_minutes: 30 }),
       429: limited,
     },
   },
@@ -98,8 +99,8 @@ export const OPERATIONS: Operation[] = [
     responses: {
       200: { description: 'Signed in', schema: R.accessToken, example: { token: jwt, token_type: 'Bearer', expires_in: 900, user } },
       400: invalid,
-      401: err('Invalid credentials', { error: 'invalid_credentials', message: 'Invalid login or password' }),
-      423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
+      401: err('Invalid credentials or two-factor code, as for /api/auth/login (with `attempts_remaining`)', { error: 'invalid_credentials', message: 'Invalid login or password.', attempts_remaining: 4 }),
+      423: err('Account locked, as for /api/auth/login', { error: 'account_locked', message: 'Too many failed sign-in attempts. This account is locked; try again in 30 minutes.', remaining_minutes: 30 }),
       429: limited,
     },
   },
@@ -127,7 +128,7 @@ export const OPERATIONS: Operation[] = [
     example: { code: '123456' },
     responses: {
       200: { description: 'Enabled; emits user.2fa_enabled', schema: R.totpEnabled },
-      400: err('Invalid code or body', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
+      400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
       401: unauthenticated, 409: err('Already enabled, or no setup started'), 429: limited,
     },
   },
@@ -242,6 +243,34 @@ export const OPERATIONS: Operation[] = [
     description: 'The token\'s `username` claim is the linked name only when the link is active; for a pending link it is the user\'s own username.',
     body: clientFormSchema, example: { client_id: 'shop' },
     responses: { 303: redirect('To the client\'s callback with ?token='), 400: html('Invalid form or not linked'), 403: html('Missing or wrong CSRF token') },
+  },
+  {
+    method: 'get', path: '/account/security', tag: 'Pages', access: 'browser',
+    summary: 'Account security: two-step verification on and off, recovery codes (shown once), links to password and sessions',
+    responses: { 200: html('Account security'), 303: redirect('Not signed in: to /login') },
+  },
+  {
+    method: 'post', path: '/account/security/totp/setup', tag: 'Pages', access: 'browser', limit: 'user', bodyType: 'form',
+    summary: 'Start two-step verification: a new key, shown as QR code and text (as POST /api/user/2fa/setup)',
+    responses: { 303: redirect('To /account/security#setup'), 403: html('Missing or wrong CSRF token') },
+  },
+  {
+    method: 'post', path: '/account/security/totp/enable', tag: 'Pages', access: 'browser', limit: 'user', bodyType: 'form',
+    summary: 'Turn two-step verification on with a code of the new key; the recovery codes are shown once on the page that follows',
+    body: securityCodeSchema, example: { code: '123456' },
+    responses: { 303: redirect('To /account/security#recovery-codes'), 400: html('The page again, the code field marked'), 403: html('Missing or wrong CSRF token') },
+  },
+  {
+    method: 'post', path: '/account/security/recovery-codes', tag: 'Pages', access: 'browser', limit: 'user', bodyType: 'form',
+    summary: 'Replace the recovery codes (confirmed with a TOTP or recovery code); the new ones are shown once',
+    body: securityCodeSchema, example: { code: '123456' },
+    responses: { 303: redirect('To /account/security#recovery-codes'), 400: html('The page again, the code field marked'), 403: html('Missing or wrong CSRF token') },
+  },
+  {
+    method: 'post', path: '/account/security/totp/disable', tag: 'Pages', access: 'browser', limit: 'user', bodyType: 'form',
+    summary: 'Turn two-step verification off with a TOTP or recovery code (as POST /api/user/2fa/disable)',
+    body: securityCodeSchema, example: { code: 'k7m2p-x9qre-4hvtd-wn3ca' },
+    responses: { 303: redirect('To /account/security'), 400: html('The page again, the code field marked'), 403: html('Missing or wrong CSRF token') },
   },
   {
     method: 'get', path: '/demo/callback', tag: 'Pages', access: 'public',

@@ -13,6 +13,7 @@ export const errorBody = z.object({
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('validation_error: one entry per problem'),
   retry_after: z.number().int().optional().describe('rate_limited: seconds until a retry can succeed'),
   remaining_minutes: z.number().int().optional().describe('account_locked: minutes until sign-in is possible again'),
+  attempts_remaining: z.number().int().optional().describe('invalid_credentials, invalid_totp, totp_reused on sign-in: failed attempts left before the login name is locked (counted per name, known or not)'),
   request_id: z.string().optional().describe('internal_error: the X-Request-Id to quote when reporting'),
 }).meta({ id: 'Error' });
 
@@ -95,6 +96,7 @@ export const publicClient = z.object({
   client_secret: z.string().describe('Masked, e.g. ••••••••Xy3Q'),
   callback_url: z.string(),
   allowed_ips: z.array(z.string()),
+  logo_url: z.string().nullable().describe('Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL; null for none'),
   active: z.boolean(),
   created_at: z.string(),
   updated_at: z.string(),

@@ -7,7 +7,8 @@ import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/queries.ts';
 import { sendToClient } from './login.ts';
-import { flashNext, renderPage } from './render.ts';
+import { fieldErrorsOf } from './field-errors.ts';
+import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';
 
 /**
@@ -101,6 +102,12 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
     const details = err.extra.details as Array<{ message: string }> | undefined;
     const text = err.code === 'validation_error' && details?.[0] ? details[0].message : err.message;
     flashNext(req, { type: 'error', text });
+    // the link form's field is marked on the card of the system it was for
+    const clientId = (req.body as Record<string, unknown> | undefined)?.client_id;
+    if (req.path === '/dashboard/link' && typeof clientId === 'string') {
+      const errors = fieldErrorsOf(err);
+      fieldErrorsNext(req, { [`external_username:${clientId}`]: errors.external_username ?? text });
+    }
     res.redirect(303, '/dashboard');
   };
 

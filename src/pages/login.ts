@@ -16,12 +16,12 @@ import { loginFormSchema } from './schemas.ts';
 const MESSAGES = {
   invalidCredentials: 'The username or password is incorrect.',
   invalidCode: 'That code is not valid. Check your authenticator app and try again.',
+  reusedCode: 'That code was already used to sign in. Wait for the next code to appear in your authenticator app, then enter it.',
+  lastTry: (minutes: number) => ` One more failed attempt locks this account for ${minutes} minute${minutes === 1 ? '' : 's'}.`,
   rateLimited: 'Too many sign-in attempts from your network. Please wait a minute and try again.',
   expired: 'Your sign-in took too long. Please enter your username and password again.',
   missingFields: 'Enter your username and password.',
   missingCode: 'Enter the code from your authenticator app.',
-  locked: (minutes: number) =>
-    `Too many failed sign-in attempts. This account is locked; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
 };
 
 function requestContext(req: Request) {
@@ -77,8 +77,8 @@ export async function sendToClient(
 }
 
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
-export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
-  const { auth, sso } = deps;
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService; lockMinutes: number }) {
+  const { auth, sso, lockMinutes } = deps;
 
   async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
     if (target.kind === 'client') {
@@ -156,10 +156,14 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       forgetPendingLogin(req);
       renderLogin(req, res, target, { step: 'password', login, status: err.status, error });
     };
+    // the attempt before the lock says so: the same for unknown names, whose counter runs too
+    const warning = err.extra.attempts_remaining === 1 ? MESSAGES.lastTry(lockMinutes) : '';
     switch (err.code) {
-      case 'invalid_credentials': return again(MESSAGES.invalidCredentials, false);
-      case 'invalid_totp': return again(MESSAGES.invalidCode, true);
-      case 'account_locked': return again(MESSAGES.locked(Number(err.extra.remaining_minutes) || 1), false);
+      case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
+      case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
+      case 'totp_reused': return again(MESSAGES.reusedCode + warning, true);
+      // the service words both: "now locked for 30 minutes" on the locking attempt, "try again in N" later
+      case 'account_locked': return again(err.message, false);
       case 'rate_limited': return again(MESSAGES.rateLimited, true);
       case 'invalid_csrf_token': return again(err.message, false);
       case 'validation_error': return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { csrfToken } from './csrf.ts';
+import { type FieldErrors, fieldHelpers } from './field-errors.ts';
 import { allowFormTargets } from './security.ts';
 
 /** A one-line message shown by views/partials/flash.ejs. */
@@ -12,6 +13,8 @@ declare module 'express-session' {
   interface SessionData {
     /** Messages for the next page this browser sees (set before a 303, shown once). */
     flash?: FlashMessage[];
+    /** Field-level problems of a form refused before a 303, shown once with the banner. */
+    fieldErrors?: FieldErrors;
   }
 }
 
@@ -20,9 +23,15 @@ export function flashNext(req: Request, message: FlashMessage): void {
   req.session.flash = [...(req.session.flash ?? []), message];
 }
 
+/** Keeps field-level problems for the next page (post/redirect/get), next to the banner. */
+export function fieldErrorsNext(req: Request, errors: FieldErrors): void {
+  if (Object.keys(errors).length > 0) req.session.fieldErrors = { ...(req.session.fieldErrors ?? {}), ...errors };
+}
+
 /**
  * Renders a page with the locals the shared partials read: `user` (signed in), `csrfToken`,
- * and the flash messages (those kept from the previous request first). `formTargets` are
+ * the flash messages (those kept from the previous request first), and the field-level
+ * problems with their helpers `invalid` and `fieldError` (see field-errors.ts). `formTargets` are
  * registered callback URLs this page's forms may end up redirecting to (see allowFormTargets).
  * Pages without forms pass `csrf: false`, so a visit stores no session for an anonymous browser.
  */
@@ -31,14 +40,17 @@ export function renderPage(
   res: Response,
   view: string,
   locals: Record<string, unknown> = {},
-  options: { status?: number; flash?: FlashMessage[]; formTargets?: string[]; csrf?: boolean } = {},
+  options: { status?: number; flash?: FlashMessage[]; formTargets?: string[]; csrf?: boolean; fieldErrors?: FieldErrors } = {},
 ): void {
   const kept = req.session?.flash ?? [];
   if (req.session?.flash) delete req.session.flash;
+  const keptFields = req.session?.fieldErrors ?? {};
+  if (req.session?.fieldErrors) delete req.session.fieldErrors;
   if (options.formTargets) allowFormTargets(res, options.formTargets);
   res.status(options.status ?? 200).render(view, {
     user: res.locals.user,
     csrfToken: options.csrf === false ? '' : csrfToken(req),
+    ...fieldHelpers({ ...keptFields, ...(options.fieldErrors ?? {}) }),
     ...locals,
     flash: [...kept, ...(options.flash ?? [])],
   });

@@ -38,6 +38,9 @@ export const linkFormSchema = z.object({
   external_username: externalUsername,
 });
 
+/** Account security: a TOTP code or a recovery code (to confirm, to make new codes, to turn off). */
+export const securityCodeSchema = z.object({ code: z.string().trim().min(1, 'Enter the code from your authenticator app').max(64) });
+
 /** Dashboard: unlink, or sign in to, one client system. */
 export const clientFormSchema = z.object({ client_id: clientId });
 

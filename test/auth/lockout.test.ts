@@ -15,12 +15,18 @@ describe('account lockout', () => {
 
   const login = (name: string, password: string) => app.http.post('/api/auth/login', { login: name, password });
 
-  it('locks after 5 wrong passwords: the right one then gets 423 with remaining_minutes 30', async () => {
+  it('locks after 5 wrong passwords: the fifth says so (423, remaining_minutes 30), the right one then gets 423 too', async () => {
     const user = await makeUser(app);
-    for (let i = 1; i <= 5; i++) {
+    for (let i = 1; i <= 4; i++) {
       const r = await login(user.username, `wrong ${i}`);
       expect(r.status, `attempt ${i}`).toBe(401);
+      expect(r.body.attempts_remaining, `attempt ${i}`).toBe(5 - i);
     }
+    const fifth = await login(user.username, 'wrong 5');
+    expect(fifth.status, 'the attempt that locks is told at once').toBe(423);
+    expect(fifth.body.error).toBe('account_locked');
+    expect(fifth.body.remaining_minutes).toBe(30);
+    expect(fifth.body.message).toMatch(/now locked for 30 minutes/);
     const right = await login(user.username, user.password);
     expect(right.status, right.text).toBe(423);
     expect(right.body.error).toBe('account_locked');
@@ -44,7 +50,7 @@ describe('account lockout', () => {
     expect(new Date(afterwards!.locked_until!).getTime(), 'not extended').toBe(new Date(before!.locked_until!).getTime());
   });
 
-  it('gives an unknown login name the same statuses and bodies as a known one (401 x5, then 423)', async () => {
+  it('gives an unknown login name the same statuses and bodies as a known one (401 x4, then 423)', async () => {
     const user = await makeUser(app);
     const ghost = unique('ghost');
     const known: unknown[] = [];
@@ -56,7 +62,8 @@ describe('account lockout', () => {
       unknown.push([b.status, b.body]);
     }
     expect(unknown).toStrictEqual(known);
-    expect(known.map((k) => (k as [number])[0])).toStrictEqual([401, 401, 401, 401, 401, 423]);
+    expect(known.map((k) => (k as [number])[0])).toStrictEqual([401, 401, 401, 401, 423, 423]);
+    expect(known.map((k) => (k as [number, any])[1].attempts_remaining), 'both are warned alike').toStrictEqual([4, 3, 2, 1, undefined, undefined]);
   });
 
   it('treats Alice, ALICE and " alice" as one account with one counter', async () => {
@@ -68,7 +75,8 @@ describe('account lockout', () => {
       expect(ok.status, `${JSON.stringify(spelling)} signs in`).toBe(200);
       expect(ok.body.user.id).toBe(user.id);
     }
-    for (const spelling of [...spellings, name]) expect((await login(spelling, 'wrong')).status).toBe(401);
+    for (const spelling of spellings) expect((await login(spelling, 'wrong')).status).toBe(401);
+    expect((await login(name, 'wrong')).status, 'the fifth failure of any spelling locks').toBe(423);
     expect((await attemptRow(app, name))?.failed_count, 'one counter for every spelling').toBe(5);
     expect((await login(name, user.password)).status).toBe(423);
   });
@@ -126,12 +134,18 @@ describe('account lockout', () => {
     const custom = await startTestApp({ LOCKOUT_THRESHOLD: '2', LOCKOUT_MINUTES: '7' }, { db: app.db });
     try {
       const user = await makeUser(custom);
-      for (let i = 0; i < 2; i++) expect((await custom.http.post('/api/auth/login', { login: user.username, password: 'x' })).status).toBe(401);
+      const first = await custom.http.post('/api/auth/login', { login: user.username, password: 'x' });
+      expect(first.status).toBe(401);
+      expect(first.body.attempts_remaining).toBe(1);
+      expect(first.body.message, 'the attempt before the lock warns').toMatch(/One more failed attempt locks the account for 7 minutes/);
+      const second = await custom.http.post('/api/auth/login', { login: user.username, password: 'x' });
+      expect(second.status).toBe(423);
+      expect(second.body.remaining_minutes).toBe(7);
       const locked = await custom.http.post('/api/auth/login', { login: user.username, password: user.password });
       expect(locked.status).toBe(423);
       expect(locked.body.remaining_minutes).toBe(7);
     } finally {
-      await custom.stop();
+      await custom.close();
     }
   });
 

@@ -82,7 +82,8 @@ describe('TOTP two-factor', () => {
 
     const replay = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: code });
     expect(replay.status).toBe(401);
-    expect(replay.body.error).toBe('invalid_totp');
+    expect(replay.body.error, 'a code already used is told apart from a wrong one').toBe('totp_reused');
+    expect(replay.body.message).toMatch(/Wait for the next code/);
 
     const tokenWithout = await app.http.post('/api/login', { username: user.username, password: user.password });
     expect(tokenWithout.body.error, 'the token login needs the code too').toBe('totp_required');
@@ -111,11 +112,14 @@ describe('TOTP two-factor', () => {
 
   it('counts wrong codes toward the lockout', async () => {
     const { user, secret } = await enrolledUser();
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 4; i++) {
       const r = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: `99999${i}` });
       expect(r.status).toBe(401);
       expect(r.body.error).toBe('invalid_totp');
+      expect(r.body.attempts_remaining).toBe(4 - i);
     }
+    const fifth = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: '999994' });
+    expect(fifth.status, 'the fifth wrong code locks, and says so').toBe(423);
     expect((await attemptRow(app, user.username))?.failed_count).toBe(5);
     const locked = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: await totpCode(secret) });
     expect(locked.status).toBe(423);

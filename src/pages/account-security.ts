@@ -1,0 +1,129 @@
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { AuthService } from '../auth/service.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+import { input } from '../http/validate.ts';
+import type { UserRecord } from '../users/queries.ts';
+import { fieldErrorsOf } from './field-errors.ts';
+import { flashNext, renderPage } from './render.ts';
+import { securityCodeSchema } from './schemas.ts';
+
+declare module 'express-session' {
+  interface SessionData {
+    /**
+     * Recovery codes just created, kept only for the one redirect to the page that shows
+     * them; that page removes them, so a reload no longer has them (as client secrets).
+     */
+    revealedRecoveryCodes?: { codes: string[]; reason: 'enabled' | 'regenerated' };
+  }
+}
+
+/** The forms of the page that take a code; each marks its own field. */
+type CodeForm = 'enable' | 'recovery' | 'disable';
+
+/** What the page says for a refused code (the service's words are for the API). */
+const CODE_MESSAGES: Record<string, string> = {
+  invalid_totp: 'That code is not valid. Check your authenticator app (or the recovery code) and try again.',
+  totp_reused: 'That code was already used. Wait for the next code to appear in your authenticator app, then enter it.',
+  validation_error: 'Enter the code from your authenticator app.',
+};
+
+/** Confirming the setup takes only a code from the app (recovery codes come after). */
+const ENABLE_INVALID = 'That code is not valid. Enter the 6-digit code your authenticator app shows for this key.';
+
+const SECURITY_PATH = '/account/security';
+
+function context(req: Request) {
+  return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
+}
+
+/** The QR code as an image address: a data: URL made here, so no other site is asked to draw it. */
+function qrImage(svg: string): string {
+  return `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`;
+}
+
+/**
+ * The account security page (/account/security): two-step verification on (QR code and
+ * secret, confirmed with a code), recovery codes shown once (download or print), new ones,
+ * and off (with a code or a recovery code). Every step goes through the same two-factor
+ * service as POST /api/user/2fa/*, so audit entries and user.2fa_enabled are the same.
+ */
+export function accountSecurityHandlers(deps: { auth: AuthService }) {
+  const { twoFactor } = deps.auth;
+
+  async function render(req: Request, res: Response, options: { status?: number; form?: CodeForm; error?: unknown } = {}) {
+    const user = res.locals.user as UserRecord;
+    const status = await twoFactor.status(user);
+    const pending = status.totp_enabled ? null : await twoFactor.pendingSetup(user);
+    const revealed = req.session.revealedRecoveryCodes;
+    if (revealed) delete req.session.revealedRecoveryCodes;
+    const err = options.error;
+    const message = err instanceof AppError
+      ? (options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID : (CODE_MESSAGES[err.code] ?? err.message))
+      : undefined;
+    renderPage(req, res, 'account-security', {
+      nav: 'security',
+      totpEnabled: status.totp_enabled,
+      recoveryCodesLeft: status.recovery_codes_left,
+      pending: pending ? { secret: pending.secret, uri: pending.otpauth_uri, qr: qrImage(pending.qr_svg) } : null,
+      revealed: revealed ?? null,
+    }, {
+      status: options.status,
+      flash: message ? [{ type: 'error', text: message }] : [],
+      // the field of the form that was sent is marked, with the page's wording
+      fieldErrors: message && options.form ? { [`${options.form}_code`]: message, ...omitCode(fieldErrorsOf(err)) } : {},
+    });
+  }
+
+  const show: RequestHandler = (req, res) => render(req, res);
+
+  const setup: RequestHandler = async (req, res) => {
+    await twoFactor.startSetup(res.locals.user as UserRecord, context(req));
+    res.redirect(303, `${SECURITY_PATH}#setup`);
+  };
+
+  const enable: RequestHandler = async (req, res) => {
+    const { code } = input(res, securityCodeSchema);
+    const { recovery_codes } = await twoFactor.enable(res.locals.user as UserRecord, code, context(req));
+    req.session.revealedRecoveryCodes = { codes: recovery_codes, reason: 'enabled' };
+    flashNext(req, { type: 'success', text: 'Two-step verification is on. From now on, signing in asks for a code from your app.' });
+    res.redirect(303, `${SECURITY_PATH}#recovery-codes`);
+  };
+
+  const regenerate: RequestHandler = async (req, res) => {
+    const { code } = input(res, securityCodeSchema);
+    const { recovery_codes } = await twoFactor.regenerateRecoveryCodes(res.locals.user as UserRecord, code, context(req));
+    req.session.revealedRecoveryCodes = { codes: recovery_codes, reason: 'regenerated' };
+    flashNext(req, { type: 'success', text: 'New recovery codes were created. The old ones no longer work.' });
+    res.redirect(303, `${SECURITY_PATH}#recovery-codes`);
+  };
+
+  const disable: RequestHandler = async (req, res) => {
+    const { code } = input(res, securityCodeSchema);
+    await twoFactor.disable(res.locals.user as UserRecord, code, context(req));
+    flashNext(req, { type: 'success', text: 'Two-step verification is off. Signing in asks for your password only.' });
+    res.redirect(303, SECURITY_PATH);
+  };
+
+  /**
+   * A refused form stays on the page (400 or 409) with the field marked; a stale or forged
+   * form (CSRF) gets the error page and changes nothing.
+   */
+  const failed = (form: CodeForm | null): ErrorRequestHandler => (err, req, res, next) => {
+    if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status) || !req.session) return next(err);
+    if (err.status === 409) {
+      // already on / already off / no setup: the page as it is now explains itself
+      flashNext(req, { type: 'info', text: err.message });
+      res.redirect(303, SECURITY_PATH);
+      return;
+    }
+    render(req, res, { status: err.status, form: form ?? undefined, error: err }).catch(next);
+  };
+
+  return { show, setup, enable, regenerate, disable, failed };
+}
+
+function omitCode(errors: Record<string, string>): Record<string, string> {
+  const { code: _code, ...rest } = errors;
+  return rest;
+}

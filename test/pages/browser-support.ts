@@ -1,0 +1,56 @@
+import { AxeBuilder } from '@axe-core/playwright';
+import { expect } from 'vitest';
+import type { Page, Response } from 'playwright-core';
+
+/** The phone size every page must fit without sideways scrolling. */
+export const PHONE = { width: 390, height: 844, mobile: true };
+
+/** Signs in through this service's own /login page (first step); returns the answer to the post. */
+export async function signInPage(page: Page, baseUrl: string, login: string, password: string, start = '/login'): Promise<Response> {
+  if (start && !page.url().includes(start)) await page.goto(`${baseUrl}${start}`);
+  await page.getByLabel('Username').fill(login);
+  await page.getByLabel('Password').fill(password);
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && ['/login', '/sso/login'].includes(new URL(r.url()).pathname)),
+    page.getByRole('button', { name: 'Sign in' }).click(),
+  ]);
+  await page.waitForLoadState('domcontentloaded');
+  return answer;
+}
+
+/** WCAG 2.x A/AA violations axe finds on the page, one line each. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+/** Fails with the page's name when axe finds anything. */
+export async function expectAccessible(page: Page, name: string): Promise<void> {
+  expect(await axeViolations(page), `axe on ${name}`).toStrictEqual([]);
+}
+
+/** How wide the page is against the viewport, and the widest elements that stick out (for the message). */
+export async function overflow(page: Page): Promise<{ scrollWidth: number; innerWidth: number; culprits: string[] }> {
+  return page.evaluate(() => {
+    const innerWidth = window.innerWidth;
+    const culprits: string[] = [];
+    for (const el of Array.from(document.querySelectorAll('body *'))) {
+      const r = el.getBoundingClientRect();
+      if (r.right > innerWidth + 0.5 && r.width > 0) {
+        culprits.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className.split(' ').join('.')}` : ''} right=${Math.round(r.right)}`);
+      }
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth, culprits: culprits.slice(0, 8) };
+  });
+}
+
+/** Fails when the document is wider than the viewport (sideways scrolling of the page). */
+export async function expectNoOverflow(page: Page, name: string): Promise<void> {
+  const o = await overflow(page);
+  expect(o.scrollWidth, `${name} is ${o.scrollWidth}px wide at ${o.innerWidth}px: ${o.culprits.join(', ')}`).toBeLessThanOrEqual(o.innerWidth);
+}
+
+/** The text of the page's error banner(s). */
+export async function alertText(page: Page): Promise<string> {
+  return (await page.getByRole('alert').allInnerTexts()).join(' ').trim();
+}
