@@ -82,7 +82,8 @@ describe('user sign-in over the API', () => {
     const viaToken = await app.http.post('/api/login', { username: user.username, password: 'wrong password' });
     for (const r of [wrong, unknown, off, viaToken]) {
       expect(r.status, r.text).toBe(401);
-      expect(r.body).toStrictEqual({ error: 'invalid_credentials', message: 'Invalid login or password' });
+      // attempts_remaining counts per login name, known or not: each name here failed once
+      expect(r.body).toStrictEqual({ error: 'invalid_credentials', message: 'Invalid login or password.', attempts_remaining: 4 });
       expect(sessionCookie(r)).toBe(undefined);
     }
   });
