@@ -1,10 +1,9 @@
-import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatches } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
-import { type ClientRecord, findClient, findClients, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
+import { type ClientRecord, findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 
 /** Who made an administrative change, for the audit log. */
 export interface Actor {
@@ -97,10 +96,15 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
+      if (input.clientId !== undefined && !CLIENT_ID.test(input.clientId)) {
+        throw new AppError(400, 'invalid_client_id', 'client_id must be 3-64 lower-case letters, digits, _ or -, starting with a letter or digit');
+      }
       const clientId = input.clientId ?? generateClientId(input.name);
       const secret = generateClientSecret();
-      const client = await db.transaction(async (tx) => {
+      // the database audits the new client and enqueues client.registered (its trigger)
+      const client = await refusedAsBadInput(() => db.transaction(async (tx) => {
         if (await findClient(tx, clientId)) throw new AppError(409, 'client_exists', `Client ${clientId} already exists`);
+        await setChangeActor(tx, changeActor(actor));
         const created = await insertClient(tx, {
           clientId,
           clientName: input.name,
@@ -109,10 +113,8 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
           callbackUrl,
           allowedIps,
         });
-        await writeAudit(tx, { action: 'client.create', outcome: 'success', clientId, ...actorAudit(actor) });
-        await outbox.enqueue(tx, 'client.registered', { client_id: clientId, client_name: input.name });
         return created;
-      });
+      }));
       outbox.wake();
       return { client, secret };
     },
@@ -120,10 +122,11 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
     /** Replaces a client's secret; the old one fails at once. Returns the new plain secret. */
     async rotateSecret(clientId: string, actor: Actor): Promise<{ client: ClientRecord; secret: string }> {
       const secret = generateClientSecret();
+      // audited by the database as client.rotate_secret
       const client = await db.transaction(async (tx) => {
+        await setChangeActor(tx, changeActor(actor));
         const updated = await updateClientSecret(tx, clientId, hashClientSecret(secret), secret.slice(-4));
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        await writeAudit(tx, { action: 'client.rotate_secret', outcome: 'success', clientId, ...actorAudit(actor) });
         return updated;
       });
       return { client, secret };
@@ -141,13 +144,13 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),
         active: patch.active,
       };
-      return db.transaction(async (tx) => {
+      // audited by the database (client.update, naming what changed), only when something did
+      return refusedAsBadInput(() => db.transaction(async (tx) => {
+        await setChangeActor(tx, changeActor(actor));
         const updated = await updateClient(tx, clientId, changes);
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        const changed = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-        await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { ...actorAudit(actor).details, changed } });
         return updated;
-      });
+      }));
     },
 
     listClients: () => listClients(db),
@@ -172,10 +175,29 @@ export type ClientService = ReturnType<typeof createClientService>;
 
 const UNKNOWN_CLIENT_HASH = hashClientSecret('no such client');
 
-function actorAudit(actor: Actor) {
+/** The format of client ids (also enforced by the database for new ids). */
+const CLIENT_ID = /^[a-z0-9][a-z0-9_-]{2,63}$/;
+
+/** What the database's audit trigger records about who made a change. */
+function changeActor(actor: Actor): Record<string, unknown> {
   return {
-    ipAddress: actor.ipAddress ?? null,
-    userAgent: actor.userAgent ?? null,
-    details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null },
+    via: actor.via,
+    actor_user_id: actor.userId ?? null,
+    actor: actor.username ?? null,
+    ip_address: actor.ipAddress ?? null,
+    user_agent: actor.userAgent?.slice(0, 512) ?? null,
   };
+}
+
+/**
+ * Input the service's own checks let through but the database's (migrations/0002) refuse is
+ * still bad input: 400 with the database's message, which names the value, never a 500.
+ */
+async function refusedAsBadInput<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '23514') throw new AppError(400, 'invalid_client', (err as Error).message);
+    throw err;
+  }
 }

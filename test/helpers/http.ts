@@ -60,7 +60,9 @@ async function viaSupertest(app: http.RequestListener, path: string, options: Re
   // A fresh agent per request, so the connection's source address is the one asked for.
   if (options.localAddress) req = req.agent(new http.Agent({ localAddress: options.localAddress, keepAlive: false }));
   for (const [name, value] of Object.entries(headers)) req = req.set(name, value);
-  if (payload) req = req.send(payload);
+  // superagent JSON-encodes a Buffer sent with a JSON content type ({"type":"Buffer",...}):
+  // text bodies go as strings, so the app receives exactly the bytes asked for
+  if (payload) req = req.send(Buffer.isBuffer(options.body) ? payload : payload.toString('utf8'));
   const res = await req;
   return toResponse(res.status, res.headers, res.body as Buffer);
 }
