@@ -177,6 +177,17 @@ describe('client systems as SQL seeds', () => {
     expect(block.code, block.stderr).toBe(0);
   });
 
+  it('a seed that deletes a client reports and audits the removal', async () => {
+    const c = newClient();
+    expect((await apply({ 'add.sql': seedSql([c]) })).code).toBe(0);
+    const run = await apply({ 'remove.sql': `DELETE FROM clients WHERE client_id = '${c.id}';` }, ['remove.sql', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ deleted: [c.id], created: [], updated: [] });
+    const rows = (await auditOf(app, 'client.delete')).filter((r) => r.client_id === c.id);
+    expect(rows.map((r) => r.details)).toMatchObject([{ via: 'seed', file: 'remove.sql' }]);
+    expect((await token(c, '127.0.0.2')).status).toBe(401);
+  });
+
   it('names a missing file and applies nothing', async () => {
     const c = newClient();
     const run = await apply({ 'ok.sql': seedSql([c]) }, ['ok.sql', 'missing.sql']);
