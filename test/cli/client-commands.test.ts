@@ -76,6 +76,11 @@ describe('admin command line: client new-secret and client update', () => {
     const badId = await admin(app, ['client', 'create', '--name', 'Bad', '--callback-url', 'https://x.example/', '--id', 'Bad Id']);
     expect(badId.code).not.toBe(0);
     expect(badId.stderr).toMatch(/client_id/);
+    // the service has no length rule for a name from the command line; the database's answer is still bad input
+    const long = await admin(app, ['client', 'create', '--name', 'n'.repeat(201), '--callback-url', 'https://x.example/']);
+    expect(long.code).toBe(1);
+    expect(long.stderr).toMatch(/client_name .* must be 1-200 characters/);
+    expect(long.stderr).not.toMatch(/^admin:/);
   });
 
   it('a client created by the command line is audited and announced exactly once (by the database, not twice)', async () => {
