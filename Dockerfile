@@ -22,6 +22,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=check /app/tsconfig.json ./
 COPY --from=check /app/src ./src
 COPY --from=check /app/migrations ./migrations
+# the auth-admin command and seeds/ (npm run seed: mount or copy your own seeds/*.sql here)
+COPY --from=check /app/bin ./bin
+COPY --from=check /app/seeds ./seeds
 COPY --from=check /app/views ./views
 COPY --from=check /app/public ./public
 # The embedded database and the generated development key live here when DATABASE_URL is unset.

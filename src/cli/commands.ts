@@ -1,5 +1,6 @@
 import type { Services } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
+import { generateClientSecret, hashClientSecret } from '../clients/credentials.ts';
 import { toPublicClient } from '../clients/service.ts';
 import { toPublicLink } from '../links/service.ts';
 import { findUserByUsername, type UserRecord } from '../users/queries.ts';
@@ -26,6 +27,8 @@ export const USAGE = `Usage: npm run admin -- <command> [--json]
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--id CLIENT_ID]
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
+  client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]
+  client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
   client set-ips CLIENT_ID IP_OR_CIDR...
   client list
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
@@ -53,6 +56,25 @@ function list(v: ParsedArgs['options'][string]): string[] {
 
 function publicUser(u: UserRecord) {
   return { id: u.id, username: u.username, email: u.email, role: u.role, full_name: u.full_name, active: u.active };
+}
+
+/**
+ * A command that needs no database (`client new-secret`), or null. The secret is printed
+ * once and stored nowhere: a seed file holds only its hash.
+ */
+export function offlineCommand(args: ParsedArgs): CommandResult | null {
+  if (args.words.length !== 2 || args.words[0] !== 'client' || args.words[1] !== 'new-secret') return null;
+  const secret = generateClientSecret();
+  const hash = hashClientSecret(secret);
+  return {
+    json: { client_secret: secret, secret_hash: hash },
+    text: [
+      `client_secret: ${secret}`,
+      `secret_hash:   ${hash}`,
+      '',
+      'Give the secret to the client system; put only secret_hash in the seed file.',
+    ].join('\n'),
+  };
 }
 
 /** Runs one admin command against the services. Throws AppError for bad input. */
@@ -100,6 +122,25 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       if (!clientId) usage('client set-ips CLIENT_ID IP_OR_CIDR...');
       const client = await services.clients.updateClient(clientId, { allowedIps: ips, allowEverything: args.options['allow-everything'] === true }, ACTOR);
       return { json: { client_id: client.client_id, allowed_ips: client.allowed_ips }, text: `${client.client_id} allows: ${client.allowed_ips.join(', ') || '(nobody)'}` };
+    }
+    case 'client update': {
+      const clientId = rest[0] ?? usage('client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]');
+      const active = args.options.active;
+      if (active !== undefined && active !== 'true' && active !== 'false') usage('client update CLIENT_ID ... --active true|false');
+      const patch = {
+        clientName: typeof args.options.name === 'string' ? args.options.name.trim() : undefined,
+        callbackUrl: typeof args.options['callback-url'] === 'string' ? args.options['callback-url'].trim() : undefined,
+        active: active === undefined ? undefined : active === 'true',
+      };
+      if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--active true|false] (at least one)');
+      if (patch.clientName !== undefined && (patch.clientName === '' || patch.clientName.length > 200)) {
+        throw new AppError(400, 'invalid_name', '--name must be 1-200 characters');
+      }
+      const client = toPublicClient(await services.clients.updateClient(clientId, patch, ACTOR));
+      return {
+        json: client,
+        text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`,
+      };
     }
     case 'client list': {
       const clients = (await services.clients.listClients()).map(toPublicClient);

@@ -7,7 +7,7 @@ import { openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { loadSigningKeys } from '../sso/keys.ts';
-import { runCommand, USAGE } from './commands.ts';
+import { offlineCommand, runCommand, USAGE } from './commands.ts';
 
 /** Where the command line writes, and what it reads its configuration from. */
 export interface CliIo {
@@ -39,6 +39,7 @@ const OPTIONS = {
   'grace-seconds': { type: 'string' },
   status: { type: 'string' },
   client: { type: 'string' },
+  active: { type: 'string' },
 } as const;
 
 /**
@@ -66,6 +67,11 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (values.help || positionals.length === 0) {
     io.stdout(`${USAGE}\n`);
     return positionals.length === 0 && !values.help ? 2 : 0;
+  }
+  const offline = offlineCommand({ words: positionals, options: values });
+  if (offline) {
+    io.stdout(values.json ? `${JSON.stringify(offline.json, null, 2)}\n` : `${offline.text}\n`);
+    return 0;
   }
   const config = loadConfig(io.env);
   const db = io.db ?? (await openDatabase(config, { serve: false }));

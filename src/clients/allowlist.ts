@@ -72,16 +72,29 @@ function compile(entries: readonly string[]): Range[] {
   const key = entries.join(',');
   let ranges = compiled.get(key);
   if (!ranges) {
-    ranges = entries.map((e) => (e.includes('/') ? ipaddr.parseCIDR(e) : [ipaddr.parse(e), e.includes(':') ? 128 : 32]) as Range);
+    ranges = entries.flatMap(toRange);
     if (compiled.size > 1000) compiled.clear();
     compiled.set(key, ranges);
   }
   return ranges;
 }
 
+/**
+ * The range of one stored entry; none for an entry that does not parse. The database refuses
+ * such rows (migrations/0002_clients_as_sql.sql), but a row must never turn a request into a
+ * 500: an unreadable entry admits nobody.
+ */
+function toRange(entry: string): Range[] {
+  try {
+    return [(entry.includes('/') ? ipaddr.parseCIDR(entry) : [ipaddr.parse(entry), entry.includes(':') ? 128 : 32]) as Range];
+  } catch {
+    return [];
+  }
+}
+
 /** Whether `ip` (already normalized) is inside one of the stored allow-list entries. */
 export function isIpAllowed(ip: string, entries: readonly string[]): boolean {
-  if (entries.length === 0 || !ipaddr.isValid(ip)) return false;
+  if (!Array.isArray(entries) || entries.length === 0 || !ipaddr.isValid(ip)) return false;
   const addr = ipaddr.process(ip);
   return compile(entries).some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
 }

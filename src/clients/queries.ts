@@ -95,3 +95,12 @@ export async function updateClient(
   );
   return r.rows[0] ?? null;
 }
+
+/**
+ * Names who makes the client changes of this transaction, for the audit entries the
+ * database writes itself (migrations/0002_clients_as_sql.sql: a write without it is audited
+ * as plain SQL). Transaction-local: must run inside the transaction that writes.
+ */
+export async function setChangeActor(q: Queryable, actor: Record<string, unknown>): Promise<void> {
+  await q.query(`SELECT set_config('auth.actor', $1, true)`, [JSON.stringify(actor)]);
+}

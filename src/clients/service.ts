@@ -1,11 +1,10 @@
-import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
-import { type ClientRecord, findClient, findClients, insertClient, listClients, updateClient, updateClientSecret } from './queries.ts';
+import { type ClientRecord, findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 
 /** Who made an administrative change, for the audit log. */
 export interface Actor {
@@ -124,10 +123,15 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
       const logoUrl = checkLogoUrl(input.logoUrl);
+      if (input.clientId !== undefined && !CLIENT_ID.test(input.clientId)) {
+        throw new AppError(400, 'invalid_client_id', 'client_id must be 3-64 lower-case letters, digits, _ or -, starting with a letter or digit');
+      }
       const clientId = input.clientId ?? generateClientId(input.name);
       const secret = generateClientSecret();
-      const client = await db.transaction(async (tx) => {
+      // the database audits the new client and enqueues client.registered (its trigger)
+      const client = await refusedAsBadInput(() => db.transaction(async (tx) => {
         if (await findClient(tx, clientId)) throw new AppError(409, 'client_exists', `Client ${clientId} already exists`);
+        await setChangeActor(tx, changeActor(actor));
         const created = await insertClient(tx, {
           clientId,
           clientName: input.name,
@@ -137,10 +141,8 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
           allowedIps,
           logoUrl,
         });
-        await writeAudit(tx, { action: 'client.create', outcome: 'success', clientId, ...actorAudit(actor) });
-        await outbox.enqueue(tx, 'client.registered', { client_id: clientId, client_name: input.name });
         return created;
-      });
+      }));
       outbox.wake();
       return { client, secret };
     },
@@ -153,18 +155,19 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
     async rotateSecret(clientId: string, actor: Actor, options: { graceSeconds?: number } = {}): Promise<{ client: ClientRecord; secret: string }> {
       const graceSeconds = checkGraceSeconds(options.graceSeconds ?? 0);
       const secret = generateClientSecret();
+      // audited by the database as client.rotate_secret
       const client = await db.transaction(async (tx) => {
+        const current = await findClient(tx, clientId);
+        if (!current) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+        // A second rotation with a grace while one is running would drop the secret the client
+        // system may still use (only one previous secret is kept): finish or cancel it first.
+        if (graceSeconds > 0 && current.previous_secret_hash) {
+          throw new AppError(409, 'rotation_in_progress', `The previous secret of ${clientId} is still accepted until ${new Date(current.previous_secret_expires_at!).toISOString()}; rotate with grace_seconds 0 to end it, or wait`);
+        }
+        // the database audits it as client.rotate_secret, with the grace (see migration 0009)
+        await setChangeActor(tx, { ...changeActor(actor), grace_seconds: graceSeconds });
         const updated = await updateClientSecret(tx, clientId, { hash: hashClientSecret(secret), last4: secret.slice(-4), graceSeconds });
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        const base = actorAudit(actor);
-        await writeAudit(tx, {
-          action: 'client.rotate_secret', outcome: 'success', clientId, ...base,
-          details: {
-            ...base.details,
-            grace_seconds: graceSeconds,
-            previous_secret_expires_at: updated.previous_secret_expires_at ? new Date(updated.previous_secret_expires_at).toISOString() : null,
-          },
-        });
         return updated;
       });
       return { client, secret };
@@ -183,15 +186,13 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
         active: patch.active,
         logoUrl: patch.logoUrl === undefined ? undefined : checkLogoUrl(patch.logoUrl),
       };
-      return db.transaction(async (tx) => {
+      // audited by the database (client.update, naming what changed), only when something did
+      return refusedAsBadInput(() => db.transaction(async (tx) => {
+        await setChangeActor(tx, changeActor(actor));
         const updated = await updateClient(tx, clientId, changes);
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-        const changed: Record<string, unknown> = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-        // a data: logo can be kilobytes: the log names the change, not the image
-        if (typeof changes.logoUrl === 'string' && changes.logoUrl.startsWith('data:')) changed.logoUrl = `data: image, ${changes.logoUrl.length} characters`;
-        await writeAudit(tx, { action: 'client.update', outcome: 'success', clientId, ...actorAudit(actor), details: { ...actorAudit(actor).details, changed } });
         return updated;
-      });
+      }));
     },
 
     listClients: () => listClients(db),
@@ -217,10 +218,29 @@ export type ClientService = ReturnType<typeof createClientService>;
 
 const UNKNOWN_CLIENT_HASH = hashClientSecret('no such client');
 
-function actorAudit(actor: Actor) {
+/** The format of client ids (also enforced by the database for new ids). */
+const CLIENT_ID = /^[a-z0-9][a-z0-9_-]{2,63}$/;
+
+/** What the database's audit trigger records about who made a change. */
+function changeActor(actor: Actor): Record<string, unknown> {
   return {
-    ipAddress: actor.ipAddress ?? null,
-    userAgent: actor.userAgent ?? null,
-    details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null },
+    via: actor.via,
+    actor_user_id: actor.userId ?? null,
+    actor: actor.username ?? null,
+    ip_address: actor.ipAddress ?? null,
+    user_agent: actor.userAgent?.slice(0, 512) ?? null,
   };
+}
+
+/**
+ * Input the service's own checks let through but the database's (migrations/0002) refuse is
+ * still bad input: 400 with the database's message, which names the value, never a 500.
+ */
+async function refusedAsBadInput<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '23514') throw new AppError(400, 'invalid_client', (err as Error).message);
+    throw err;
+  }
 }

@@ -62,6 +62,7 @@ export const OPERATIONS: Operation[] = [
       401: badClient,
       403: err('Caller IP not on the allow list', { error: 'ip_not_allowed', message: 'This address may not call this endpoint' }),
       404: err('User not found or inactive', { error: 'user_not_found', message: 'User not found or inactive' }),
+      409: err('The client system\'s registered callback URL is not usable', { error: 'client_misconfigured', message: 'The callback URL registered for this client system is not usable; an administrator must correct it' }),
     },
   },
   validateOperation('/api/sso/validate', false),

@@ -1,4 +1,5 @@
 import type { RequestHandler, Response } from 'express';
+import { isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { ClientService } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
@@ -27,17 +28,17 @@ export function hasLoginTarget(res: Response): boolean {
 
 /**
  * The client system named by `client_id` (and its `state`) in the query string (GET) or the
- * form's hidden fields (POST). Missing, unknown or inactive: 400 unknown_client, shown as an
- * error page and never a redirect.
+ * form's hidden fields (POST). Missing, unknown, inactive or with an unusable callback URL:
+ * 400 unknown_client, shown as an error page and never a redirect.
  */
 export function clientTarget(clients: Pick<ClientService, 'findClient'>, source: 'query' | 'body'): RequestHandler {
   return async (req, res, next) => {
     const raw = (source === 'query' ? req.query : req.body) as Record<string, unknown> | undefined;
     const parsed = clientLoginTargetSchema.safeParse({ client_id: raw?.client_id, state: raw?.state });
     const client = parsed.success ? await clients.findClient(parsed.data.client_id) : null;
-    if (!parsed.success || !client || !client.active) {
+    if (!parsed.success || !client || !client.active || !isUsableCallbackUrl(client.callback_url)) {
       throw new AppError(400, 'unknown_client', parsed.success && client
-        ? 'The system that sent you here is not active. Please contact its administrator.'
+        ? `The system that sent you here is not ${client.active ? 'set up correctly' : 'active'}. Please contact its administrator.`
         : 'This sign-in link does not name a registered client system. Go back to the system you came from and try again.');
     }
     res.locals.loginTarget = { kind: 'client', client, state: parsed.data.state } satisfies LoginTarget;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, auditRows, writeAudit } from '../audit/writer.ts';
+import { isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../deps.ts';
@@ -85,6 +86,10 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
     user: UserRecord,
     ctx: RequestContext & { tokenIp?: string; claimUsername?: string; twoFactorUsed?: boolean; flow: string },
   ): Promise<{ token: string; redirect_url: string; claims: SsoClaims }> {
+    if (!isUsableCallbackUrl(client.callback_url)) {
+      // no token is issued for a callback it could not be delivered to
+      throw new AppError(409, 'client_misconfigured', 'The callback URL registered for this client system is not usable; an administrator must correct it');
+    }
     const now = Math.floor(Date.now() / 1000);
     const claims: SsoClaims = {
       user_id: String(user.id),

@@ -50,7 +50,8 @@ export async function insertUserAndClient(db: Queryable, name: string): Promise<
   const user = await db.query<{ id: number }>(
     "INSERT INTO users (username, email, password_hash) VALUES ($1, $1 || '@example.com', 'x') RETURNING id", [name]);
   await db.query(
-    "INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ($1, $1, 'h', 'abcd', 'https://' || $1 || '.example/cb')",
+    // the database requires a hex SHA-256 as secret_hash (migrations/0002): this one is of "x"
+    "INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url) VALUES ($1, $1, encode(sha256('x'), 'hex'), 'abcd', 'https://' || $1 || '.example/cb')",
     [name]);
   return { userId: user.rows[0].id, clientId: name };
 }
