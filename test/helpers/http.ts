@@ -60,7 +60,9 @@ async function viaSupertest(app: http.RequestListener, path: string, options: Re
   // A fresh agent per request, so the connection's source address is the one asked for.
   if (options.localAddress) req = req.agent(new http.Agent({ localAddress: options.localAddress, keepAlive: false }));
   for (const [name, value] of Object.entries(headers)) req = req.set(name, value);
-  if (payload) req = req.send(payload);
+  // The payload is already encoded: without an identity serializer superagent would turn the
+  // Buffer of a JSON request into the JSON of a Buffer ({type:'Buffer', data:[...]}).
+  if (payload) req = req.serialize((data: unknown) => data as string).send(payload);
   const res = await req;
   return toResponse(res.status, res.headers, res.body as Buffer);
 }
