@@ -47,7 +47,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const signingKey = await loadSigningKey(config);
   const services = createServices({ config, db, logger, signingKey, metrics: createMetrics({ db, processMetrics: true }) });
-  const limiters = createRateLimiters(config, services.deps.metrics);
+  const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];
   // Webhook delivery (woken after each commit, polling for other instances' and retried
