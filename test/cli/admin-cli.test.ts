@@ -158,7 +158,7 @@ describe('admin demo command', () => {
       expect(demo.client_id).toBe('demo');
       expect(demo.callback_url).toBe('http://127.0.0.1:4555/demo/callback');
       expect(typeof demo.password).toBe('string');
-      const prod = await runCli(['demo', '--json'], { ...env, NODE_ENV: 'production', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
+      const prod = await runCli(['demo', '--json'], { ...env, NODE_ENV: 'production', BCRYPT_COST: '10', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
       expect(prod.code).not.toBe(0);
       expect(prod.stderr).toMatch(/never created in production/);
     } finally {
