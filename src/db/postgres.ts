@@ -42,6 +42,15 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
     exec: async (sql) => void (await pool.query(sql)),
     async transaction(fn) {
       const client = await pool.connect();
+      // A connection lost while this transaction holds the client between two statements is
+      // emitted as 'error' on the client, which the pool listens for only while it is idle:
+      // unheard, it would crash the process. Heard, the next statement fails (a 503) and the
+      // broken client is destroyed on release instead of going back to the pool.
+      let lost: Error | undefined;
+      const onLost = (err: Error) => {
+        lost = err;
+      };
+      client.on('error', onLost);
       const tx: Queryable = {
         query: (sql, params, options) => run(client, sql, params, options),
         exec: async (sql) => void (await client.query(sql)),
@@ -52,10 +61,13 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+          lost ??= rollbackErr; // a client that cannot roll back is not reused
+        });
         throw err;
       } finally {
-        client.release();
+        client.off('error', onLost);
+        client.release(lost);
       }
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

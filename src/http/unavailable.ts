@@ -58,3 +58,12 @@ export function outageCause(err: unknown, depth = 0): string | null {
   }
   return e.cause === undefined ? null : outageCause(e.cause, depth + 1);
 }
+
+/**
+ * The fields to log a failure of background work with: `{ outage }` (a cause, no stack) when
+ * the database or Redis is out, which the work survives by trying again; `{ err }` otherwise.
+ */
+export function failureFields(err: unknown): { outage: string } | { err: unknown } {
+  const outage = outageCause(err);
+  return outage === null ? { err } : { outage };
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/db/postgres.ts';
+import { outageCause } from '../../src/http/unavailable.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
@@ -70,7 +71,8 @@ describe.skipIf(!onPostgres && 'PostgreSQL only')('a PostgreSQL outage', () => {
     // The service's pool reaches PostgreSQL only through the proxy; a short connect bound so
     // the "hanging server" case answers quickly.
     const db = openPostgres(proxy.urlFor(t.url!), { connectTimeoutMs: 1000 });
-    app = await startTestApp({}, { db, databaseUrl: proxy.urlFor(t.url!), logger: log.logger });
+    // a sweep every 100 ms: the background work meets the outage too
+    app = await startTestApp({ TOKEN_SWEEP_INTERVAL_MS: '100' }, { db, databaseUrl: proxy.urlFor(t.url!), logger: log.logger });
     f = { client: await makeClient(app), user: await makeUser(app) };
   });
   afterAll(async () => {
@@ -87,6 +89,12 @@ describe.skipIf(!onPostgres && 'PostgreSQL only')('a PostgreSQL outage', () => {
 
     await proxy.cut(); // PostgreSQL is gone: connections dropped, new ones refused
     await expectOutageAnswers(app, f, issued.body.token);
+    const sweepFailed = () => log.entries().find((e) => e.msg?.startsWith('token expiry sweep failed'));
+    for (let i = 0; i < 100 && !sweepFailed(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(sweepFailed(), 'the background sweep met the outage').toBeTruthy();
+    expect(sweepFailed()!.level).toBe(40);
+    expect(typeof sweepFailed()!.outage, 'a cause, not an error with a stack').toBe('string');
+    expect(sweepFailed()!.err).toBe(undefined);
     expectOutageLog(log.entries());
 
     await proxy.restore();
@@ -115,6 +123,32 @@ describe.skipIf(!onPostgres && 'PostgreSQL only')('a PostgreSQL outage', () => {
       expect(ready.status).toBe(503);
     } finally {
       await proxy.restore();
+    }
+  });
+});
+
+describe.skipIf(!onPostgres && 'PostgreSQL only')('a connection lost inside a transaction', () => {
+  it('fails the transaction as an outage instead of crashing the process, and the pool goes on', async () => {
+    const t = await createTestDatabase();
+    await t.db.close();
+    const target = new URL(t.url!);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const db = openPostgres(proxy.urlFor(t.url!));
+    try {
+      const err = await db.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        await proxy.cut(); // the connection goes while the transaction holds it, between statements
+        await new Promise((r) => setTimeout(r, 100)); // unheard, its 'error' event would be an uncaught exception here
+        return tx.query('SELECT 1');
+      }).then(() => null, (e: unknown) => e);
+      expect(outageCause(err), String(err)).not.toBe(null);
+      await proxy.restore();
+      const r = await db.query<{ one: number }>('SELECT 1 AS one');
+      expect(r.rows[0].one).toBe(1);
+    } finally {
+      await db.close();
+      await proxy.close();
+      await t.drop();
     }
   });
 });
