@@ -161,6 +161,10 @@ describe('an embedded database that is closed', () => {
       const f = { client: await makeClient(app), user: await makeUser(app) };
       const issued = await app.http.post('/api/sso/token', { ...creds(f.client), username: f.user.username });
       expect(issued.status, issued.text).toBe(200);
+      const reference = (await app.http.get('/api/openapi.json')).body;
+      for (const [path, method] of [['/api/sso/token', 'post'], ['/api/sso/validate', 'post'], ['/api/auth/login', 'post'], ['/api/login', 'post']]) {
+        expect(reference.paths[path][method].responses['503'], `${path} documents the outage answer`).toBeTruthy();
+      }
       await app.db.close();
       await expectOutageAnswers(app, f, issued.body.token);
       expectOutageLog(log.entries());
