@@ -41,6 +41,21 @@ function safe(fn: () => unknown): boolean {
   }
 }
 
+/**
+ * Why a secret is too weak for production, or null: fewer than 32 bytes, a single character
+ * repeated, a short run repeated ("abcabc…"), or too few different characters to be random.
+ */
+export function weakSecretReason(secret: string): string | null {
+  if (Buffer.byteLength(secret, 'utf8') < 32) return 'must be at least 32 bytes';
+  const distinct = new Set(secret).size;
+  if (distinct === 1) return 'is one character repeated';
+  for (let unit = 2; unit <= 16; unit++) {
+    if (secret === secret.slice(0, unit).repeat(Math.ceil(secret.length / unit)).slice(0, secret.length)) return `is a ${unit}-character pattern repeated`;
+  }
+  if (distinct < 10) return `has only ${distinct} different characters`;
+  return null;
+}
+
 /** Every configuration key of the service; `.env.example` mirrors this list. */
 export const configSchema = z.object({
   /** development | production | test; production turns on Secure cookies, the SSRF guard and requires JWT_SECRET. */
@@ -55,7 +70,7 @@ export const configSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   /** Redis URL; when set, rate-limit counters are shared between instances through it. */
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
-  /** HMAC key for SSO and API tokens, at least 32 bytes; required in production. */
+  /** HMAC key for SSO and API tokens, at least 32 bytes; required in production, and there not weak and not SESSION_SECRET. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   /** Former JWT_SECRETs, comma-separated: tokens they signed still verify; nothing new is signed with them. */
   JWT_PREVIOUS_SECRETS: secretList,
@@ -65,7 +80,7 @@ export const configSchema = z.object({
   TOKEN_TTL_SECONDS: int(5, 3600).default(60),
   /** Lifetime of an access token from POST /api/login. */
   ACCESS_TOKEN_TTL_SECONDS: int(60, 86400).default(900),
-  /** bcrypt cost factor for user passwords. */
+  /** bcrypt cost factor for user passwords; at least 10 in production. */
   BCRYPT_COST: int(4, 15).default(12),
   /** Proxies whose X-Forwarded-For is believed: unset (none), a hop count, or addresses/CIDRs. */
   TRUST_PROXY: trustProxy,
@@ -79,7 +94,7 @@ export const configSchema = z.object({
   LOCKOUT_THRESHOLD: int(1, 100).default(5),
   /** How long a locked account stays locked. */
   LOCKOUT_MINUTES: int(1, 1440).default(30),
-  /** Key that signs the session cookie; required in production. */
+  /** Key that signs the session cookie; required in production, and there not weak and not JWT_SECRET. */
   SESSION_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   /** Former SESSION_SECRETs, comma-separated: cookies they signed still work; new cookies use SESSION_SECRET. */
   SESSION_PREVIOUS_SECRETS: secretList,
@@ -138,9 +153,11 @@ export class ConfigError extends Error {}
 /**
  * Reads the configuration from an environment-like object. Throws ConfigError with one
  * line naming the first offending key, so a bad deployment fails at start, not later.
+ * A key set to the empty string (or blanks) is unset, for every key: `PORT=` means the
+ * default port, never port 0.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]]));
+  const known = Object.fromEntries(Object.keys(configSchema.shape).map((k) => [k, env[k]?.trim() === '' ? undefined : env[k]]));
   const parsed = configSchema.safeParse(known);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -153,6 +170,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
     // a reset link must never be built from a request's Host header (reset poisoning)
     if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
+    for (const key of ['JWT_SECRET', 'SESSION_SECRET'] as const) {
+      const reason = weakSecretReason(config[key]!);
+      if (reason) throw new ConfigError(`Invalid configuration: ${key}: too weak for production (${reason}); generate one with: openssl rand -base64 48`);
+    }
+    // one leaked key must not give away both tokens and sessions
+    if (config.JWT_SECRET === config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: must differ from JWT_SECRET in production');
+    if (config.BCRYPT_COST < 10) throw new ConfigError(`Invalid configuration: BCRYPT_COST: must be at least 10 in production (is ${config.BCRYPT_COST})`);
   }
   return config;
 }

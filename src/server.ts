@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config.ts';
+import { EnvFileError, loadEnvFile, type EnvFileResult } from './config/env-file.ts';
 import { openDatabase } from './db/open.ts';
 import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
 import { createLogger } from './logger.ts';
@@ -7,16 +8,19 @@ import { startService } from './service.ts';
 /** Entry point: config -> database -> service -> listen; graceful stop on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   let config;
+  let envFile: EnvFileResult;
   try {
+    envFile = loadEnvFile(); // .env in the working directory, the real environment winning
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof EnvFileError) {
       console.error(err.message);
       process.exit(1);
     }
     throw err;
   }
   const logger = createLogger(config.LOG_LEVEL);
+  if (envFile.path) logger.info({ file: envFile.path, keys: envFile.applied }, 'environment file read');
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, database: db.kind }, 'auth service listening');

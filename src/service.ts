@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
+import { assertSchemaUsable } from './db/schema-check.ts';
 import { createServices, type Services } from './deps.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
@@ -39,16 +40,20 @@ export interface ServiceInstance {
 }
 
 /**
- * Builds one instance on an open database: migrations, signing key, services, the Express
+ * Builds one instance on an open database: migrations, the schema and privilege check
+ * (SchemaCheckError when the database cannot serve), signing keys, services, the Express
  * app and the background workers (webhook dispatcher, token.expired sweep, pruner). It does not
  * listen: `startService` does, and the tests drive `app` in-process.
  */
 export async function createInstance(config: Config, db: Db, logger: Logger): Promise<ServiceInstance> {
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  // A dropped table or a user that may only read stops the start here, with one line naming
+  // what is missing, instead of a ready service answering 500s.
+  await assertSchemaUsable(db);
   const signingKeys = await loadSigningKeys(config);
   const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
-  const limiters = createRateLimiters(config, services.deps.metrics);
+  const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];
   // Webhook delivery (woken after each commit, polling for other instances' and retried

@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.ts';
+import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { Db } from '../db/db.ts';
 import { migrate } from '../db/migrate.ts';
-import { openDatabase } from '../db/open.ts';
+import { describeDatabase, openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { loadSigningKeys } from '../sso/keys.ts';
@@ -17,6 +18,8 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** An open database to use instead of opening the configured one (tests in-process). */
   db?: Db;
+  /** Where `.env` is looked for (default: the working directory). */
+  cwd?: string;
 }
 
 const OPTIONS = {
@@ -52,7 +55,7 @@ export async function runAdmin(argv: string[], io: CliIo): Promise<number> {
   try {
     return await run(argv, io);
   } catch (err) {
-    if (err instanceof AppError || err instanceof ConfigError) {
+    if (err instanceof AppError || err instanceof ConfigError || err instanceof EnvFileError) {
       io.stderr(`${err.message}\n`);
       return err instanceof AppError && err.code === 'usage' ? 2 : 1;
     }
@@ -68,12 +71,16 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     io.stdout(`${USAGE}\n`);
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
+  loadEnvFile(io.env, io.cwd); // the same .env as the service, the real environment winning
   const offline = offlineCommand({ words: positionals, options: values });
   if (offline) {
     io.stdout(values.json ? `${JSON.stringify(offline.json, null, 2)}\n` : `${offline.text}\n`);
     return 0;
   }
   const config = loadConfig(io.env);
+  // Say which database this is: a shell without DATABASE_URL would otherwise write silently
+  // to the embedded one while the service runs on PostgreSQL.
+  if (!io.db) io.stderr(`admin: using ${describeDatabase(config)}\n`);
   const db = io.db ?? (await openDatabase(config, { serve: false }));
   try {
     await migrate(db);

@@ -1,10 +1,13 @@
 import { ConfigError, loadConfig } from '../config.ts';
+import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import { migrate } from './migrate.ts';
-import { openDatabase } from './open.ts';
+import { describeDatabase, openDatabase } from './open.ts';
 
-/** npm run migrate: applies pending migrations to the configured database and exits. */
+/** npm run migrate: applies pending migrations to the configured database (.env read) and exits. */
 async function main(): Promise<void> {
+  loadEnvFile();
   const config = loadConfig();
+  console.error(`migrate: using ${describeDatabase(config)}`);
   const db = await openDatabase(config, { serve: false });
   try {
     const applied = await migrate(db);
@@ -15,6 +18,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(err instanceof ConfigError ? err.message : `migrate: ${(err as Error).message}`);
+  console.error(err instanceof ConfigError || err instanceof EnvFileError ? err.message : `migrate: ${(err as Error).message}`);
   process.exit(1);
 });

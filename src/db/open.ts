@@ -1,9 +1,8 @@
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { Config } from '../config.ts';
 import type { Db } from './db.ts';
-import { openEmbedded } from './embedded.ts';
 import { openPostgres } from './postgres.ts';
 
 const SOCKET_PORT = 5432;
@@ -17,6 +16,20 @@ export function embeddedPaths(dataDir: string) {
     lock: path.join(dir, 'embedded.lock'),
     socket: path.join(dir, `.s.PGSQL.${SOCKET_PORT}`),
   };
+}
+
+/**
+ * Which database a configuration names, for the people running commands: "PostgreSQL
+ * db on host:port as user" (never the password) or "the embedded database in /abs/data".
+ * The admin command line and the seed command print it, so nobody writes to the wrong one.
+ */
+export function describeDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>): string {
+  if (!config.DATABASE_URL) return `the embedded database in ${embeddedPaths(config.DATA_DIR).dir}`;
+  const url = new URL(config.DATABASE_URL);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || '(default database)';
+  const host = url.hostname || url.searchParams.get('host') || 'localhost';
+  const user = url.username ? ` as ${decodeURIComponent(url.username)}` : '';
+  return `PostgreSQL database ${database} on ${host}:${url.port || 5432}${user}`;
 }
 
 /**
@@ -40,10 +53,13 @@ export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_D
     return openPostgres({ host: paths.dir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' }, { max: 1, prepare: false });
   }
   try {
+    // PGlite (a WebAssembly PostgreSQL) is loaded only here: a service on PostgreSQL never loads it
+    const { openEmbedded } = await import('./embedded.ts');
     const { db, pglite } = await openEmbedded(paths.pgdata);
     let server: PGLiteSocketServer | undefined;
     if (options.serve) {
       await unlink(paths.socket).catch(() => {});
+      const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
       server = new PGLiteSocketServer({ db: pglite, path: paths.socket, maxConnections: 8 });
       await server.start();
     }

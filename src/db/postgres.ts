@@ -17,12 +17,17 @@ function statementName(sql: string): string {
   return name;
 }
 
+/** How long a new connection may take before the request waiting for it fails (a 503, not a hang). */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
 /** Opens a pooled PostgreSQL connection. */
-export function openPostgres(target: string | pg.PoolConfig, options: { max?: number; prepare?: boolean } = {}): Db {
+export function openPostgres(target: string | pg.PoolConfig, options: { max?: number; prepare?: boolean; connectTimeoutMs?: number } = {}): Db {
   // false: QueryOptions.prepare is ignored (a server whose sessions outlive or span our connections)
   const prepare = options.prepare ?? true;
   const base = typeof target === 'string' ? { connectionString: target } : target;
-  const pool = new pg.Pool({ max: options.max ?? 20, idleTimeoutMillis: 30_000, ...base });
+  // connectionTimeoutMillis: a server that accepts no connection (down behind a firewall, or
+  // every slot taken) fails the waiting request after a bound instead of holding it forever.
+  const pool = new pg.Pool({ max: options.max ?? 20, idleTimeoutMillis: 30_000, connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS, ...base });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
@@ -37,6 +42,15 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
     exec: async (sql) => void (await pool.query(sql)),
     async transaction(fn) {
       const client = await pool.connect();
+      // A connection lost while this transaction holds the client between two statements is
+      // emitted as 'error' on the client, which the pool listens for only while it is idle:
+      // unheard, it would crash the process. Heard, the next statement fails (a 503) and the
+      // broken client is destroyed on release instead of going back to the pool.
+      let lost: Error | undefined;
+      const onLost = (err: Error) => {
+        lost = err;
+      };
+      client.on('error', onLost);
       const tx: Queryable = {
         query: (sql, params, options) => run(client, sql, params, options),
         exec: async (sql) => void (await client.query(sql)),
@@ -47,10 +61,13 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+          lost ??= rollbackErr; // a client that cannot roll back is not reused
+        });
         throw err;
       } finally {
-        client.release();
+        client.off('error', onLost);
+        client.release(lost);
       }
     },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { outageCause } from './unavailable.ts';
 
 /**
  * An error the client is meant to see: HTTP status, a stable snake_case code, a human
@@ -25,6 +26,35 @@ export class AppError extends Error {
   }
 }
 
+/** Seconds a client is asked to wait after an outage answer (Retry-After). */
+export const OUTAGE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The database or Redis cannot be reached or timed out: 503 service_unavailable with
+ * Retry-After, logged as a warning with `outage` (the cause) and no stack. Never a reason to
+ * let a request through: whatever needed the store is refused.
+ */
+export class ServiceUnavailableError extends AppError {
+  /** What failed, for the log line ("ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:5432"). */
+  readonly outage: string;
+
+  constructor(outage: string, options: { cause?: unknown } = {}) {
+    super(503, 'service_unavailable', 'The service is temporarily unavailable; try again in a few seconds', {
+      cause: options.cause,
+      headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+    });
+    this.outage = outage;
+  }
+}
+
+/** `err` as a ServiceUnavailableError when it is an outage of a backing store, else null. */
+export function asServiceUnavailable(err: unknown): ServiceUnavailableError | null {
+  if (err instanceof ServiceUnavailableError) return err;
+  if (err instanceof AppError) return null;
+  const cause = outageCause(err);
+  return cause === null ? null : new ServiceUnavailableError(cause, { cause: err });
+}
+
 /** Errors raised by body-parser, mapped to the codes DESIGN.md names. */
 const BODY_PARSER_ERRORS: Record<string, [number, string, string]> = {
   'entity.parse.failed': [400, 'invalid_json', 'The request body is not valid JSON'],
@@ -37,13 +67,18 @@ const BODY_PARSER_ERRORS: Record<string, [number, string, string]> = {
 
 /** Turns any error into a JSON answer `{error, message}`; never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
+  return (thrown, req, res, _next) => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
+    const err = asServiceUnavailable(thrown) ?? thrown;
     let status = 500;
     let body: Record<string, unknown>;
+    if (err instanceof ServiceUnavailableError) {
+      // an outage, not a bug: a warning naming the cause, no stack
+      logger.warn({ outage: err.outage, requestId: (req as { id?: unknown }).id, method: req.method, path: req.path }, 'service unavailable');
+    }
     if (err instanceof AppError) {
       status = err.status;
       body = { error: err.code, message: err.message, ...err.extra };
@@ -62,7 +97,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (wantsPage(req)) {
       // a browser on a page route gets a page, not JSON; should rendering itself fail, JSON after all
-      const message = status >= 500 ? 'Something went wrong on our side. Please try again in a moment.' : String(body.message);
+      const message = status === 503
+        ? 'The service is briefly unavailable. Please try again in a few seconds.'
+        : status >= 500 ? 'Something went wrong on our side. Please try again in a moment.' : String(body.message);
       res.status(status).render('error', { status, title: PAGE_TITLES[status] ?? 'The request could not be completed', message, user: res.locals.user },
         (renderErr: unknown, html: string) => (renderErr ? res.json(body) : res.send(html)));
       return;
@@ -77,6 +114,7 @@ const PAGE_TITLES: Record<number, string> = {
   404: 'Page not found',
   429: 'Too many requests',
   500: 'Something went wrong',
+  503: 'Try again in a moment',
 };
 
 /** Outside /api, a client that prefers HTML to JSON (a browser) is answered with an error page. */

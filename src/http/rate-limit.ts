@@ -1,11 +1,46 @@
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { clientIp } from './client-ip.ts';
 import { AppError } from './errors.ts';
+import { outageCause } from './unavailable.ts';
+
+/**
+ * RedisStore loads its Lua scripts once, when the limiter is built; if Redis was down then,
+ * that promise stays rejected and every later request would fail even after Redis is back.
+ * A failed call loads them again, so the limiter recovers with Redis.
+ */
+class RecoveringRedisStore extends RedisStore {
+  override async increment(key: string) {
+    try {
+      return await super.increment(key);
+    } catch (err) {
+      this.reloadScripts();
+      throw err;
+    }
+  }
+
+  override async get(key: string) {
+    try {
+      return await super.get(key);
+    } catch (err) {
+      this.reloadScripts();
+      throw err;
+    }
+  }
+
+  private reloadScripts(): void {
+    this.incrementScriptSha = this.loadIncrementScript();
+    this.getScriptSha = this.loadGetScript();
+    // the next call awaits (and reports) these; unobserved now, they must not crash the process
+    this.incrementScriptSha.catch(() => {});
+    this.getScriptSha.catch(() => {});
+  }
+}
 
 /** The three limits of SPEC 8 (and DESIGN.md), as Express middleware. */
 export interface RateLimiters {
@@ -21,13 +56,21 @@ export interface RateLimiters {
 /**
  * Builds the limiters. With REDIS_URL the counters live in Redis and every instance shares
  * them; otherwise they live in this process.
+ *
+ * When Redis cannot be reached, a limited request is refused with 503 service_unavailable
+ * (passOnStoreError: false; the error handler classifies the store's error): letting it
+ * through would switch the login and validation limits off during every Redis outage.
  */
-export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>, metrics?: Pick<Metrics, 'rateLimited'>): RateLimiters {
+export function createRateLimiters(
+  config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>,
+  metrics?: Pick<Metrics, 'rateLimited'>,
+  logger?: Pick<Logger, 'warn'>,
+): RateLimiters {
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
   redis?.on('error', () => {}); // reconnects by itself; a refused command surfaces as a request error
   const store = (prefix: string): Store | undefined =>
     redis
-      ? new RedisStore({ prefix: `auth-rl:${prefix}:`, sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply> })
+      ? new RecoveringRedisStore({ prefix: `auth-rl:${prefix}:`, sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply> })
       : undefined;
 
   const limiter = (name: string, limit: number, key: (req: Request, res: { locals: Record<string, unknown> }) => string): RequestHandler =>
@@ -40,6 +83,12 @@ export function createRateLimiters(config: Pick<Config, 'REDIS_URL' | 'RATE_LIMI
       identifier: name,
       keyGenerator: (req, res) => key(req, res),
       validate: false, // its configuration checks are for development; they ran on every request
+      passOnStoreError: false, // never fail open: a store error is answered 503 (see above)
+      // a script load that failed at start (Redis down) is an outage, not a crash
+      logger: {
+        error: (err: unknown, message?: string) => logger?.warn({ outage: outageCause(err) ?? String(err) }, message ?? 'rate limiter store failed'),
+        warn: (err: unknown, message?: string) => logger?.warn({ outage: outageCause(err) ?? String(err) }, message ?? 'rate limiter store warning'),
+      },
       handler: (req, _res, next) => {
         const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
         metrics?.rateLimited.inc({ limiter: name });

@@ -51,7 +51,9 @@ function requestFields(req: LoggedRequest) {
   };
 }
 
-function levelFor(req: LoggedRequest, res: ServerResponse): 'error' | 'info' | 'debug' {
+function levelFor(req: LoggedRequest, res: ServerResponse): 'error' | 'warn' | 'info' | 'debug' {
+  // 503 is an outage of the database or Redis (already logged with its cause), not a bug
+  if (res.statusCode === 503) return 'warn';
   if (res.statusCode >= 500) return 'error';
   if (QUIET_PATHS.has((req.url ?? '').split('?')[0])) return 'debug';
   return 'info';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { OPERATIONS, type Operation } from './operations.ts';
+import { errorBody } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -11,6 +12,11 @@ const ACCESS_TEXT: Record<Operation['access'], string> = {
   admin: 'As a user, with role `admin`.',
   browser: 'A browser session; POST forms carry the CSRF token `_csrf`.',
 };
+/** Routes that answer without the database or Redis, so never with an outage. */
+const NO_STORE_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/api/openapi.json', '/docs']);
+const OUTAGE_DESCRIPTION = 'service_unavailable: the database (or Redis) cannot be reached or timed out; nothing was done. '
+  + 'Try again after the Retry-After header\'s seconds. A browser gets a short "try again" page.';
+
 const LIMIT_TEXT = {
   login: 'Rate limit: login endpoints, per IP address (default 10/min).',
   validation: 'Rate limit: token validation, per client system (default 100/min).',
@@ -74,6 +80,13 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
       ? { 'application/json': { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
       : r.mediaType ? { [r.mediaType]: {} } : undefined;
     responses[status] = { description: r.description, ...(content ? { content } : {}) };
+  }
+  if (!NO_STORE_PATHS.has(op.path) && !('503' in responses)) {
+    responses['503'] = {
+      description: OUTAGE_DESCRIPTION,
+      headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
+      ...(op.access === 'browser' ? {} : { content: { 'application/json': { schema: outputSchema(errorBody, components) } } }),
+    };
   }
   return {
     tags: [op.tag],

@@ -282,8 +282,11 @@ export const OPERATIONS: Operation[] = [
   // Operations
   { method: 'get', path: '/healthz', tag: 'Operations', access: 'public', summary: 'Liveness: the process answers', responses: { 200: { description: 'Alive', schema: R.health, example: { status: 'ok' } } } },
   {
-    method: 'get', path: '/readyz', tag: 'Operations', access: 'public', summary: 'Readiness: the database answers too',
-    responses: { 200: { description: 'Ready', schema: R.ready, example: { status: 'ready', database: 'postgres' } }, 503: err('The database does not answer', { error: 'not_ready', message: 'The database does not answer' }) },
+    method: 'get', path: '/readyz', tag: 'Operations', access: 'public', summary: 'Readiness: the database answers and can serve the service',
+    responses: {
+      200: { description: 'Ready', schema: R.ready, example: { status: 'ready', database: 'postgres' } },
+      503: err('The database does not answer, or lacks a table, a column or a right the service needs (the message names it)', { error: 'not_ready', message: 'The database cannot be used: missing tables: sso_tokens' }),
+    },
   },
   { method: 'get', path: '/metrics', tag: 'Operations', access: 'public', summary: 'Prometheus metrics (keep off the public network)', responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } } },
   { method: 'get', path: '/api/openapi.json', tag: 'Operations', access: 'public', summary: 'This API reference as OpenAPI 3.1', responses: { 200: { description: 'The document' } } },

@@ -22,6 +22,15 @@ export interface SsoClientOptions {
   fetch?: typeof fetch;
   /** Upper bound of one call, in milliseconds (default 10000). */
   timeoutMs?: number;
+  /**
+   * How many times a call that is safe to repeat (issueToken, logout) is sent again after a
+   * `503 service_unavailable` (the service cannot reach its database for a moment), waiting
+   * the answer's Retry-After each time (default 2). Validation is never repeated: see
+   * `SsoError.isUnavailable`.
+   */
+  retries?: number;
+  /** Upper bound of one wait between such retries, in milliseconds (default 5000). */
+  maxRetryDelayMs?: number;
 }
 
 /** POST /api/sso/token: a single-use token and the client's callback URL carrying it. */
@@ -85,7 +94,7 @@ export type TokenRejection = (typeof TOKEN_REJECTIONS)[number];
 export class SsoError extends Error {
   readonly status: number;
   readonly code: string;
-  /** Seconds to wait before trying again, on 429 answers. */
+  /** Seconds to wait before trying again, on 429 and 503 answers. */
   readonly retryAfter?: number;
   /** The parsed error body, when there was one. */
   readonly body?: unknown;
@@ -97,6 +106,17 @@ export class SsoError extends Error {
     this.code = code;
     this.retryAfter = options.retryAfter;
     this.body = options.body;
+  }
+
+  /**
+   * True on `503 service_unavailable`: the service could not reach its database (or Redis)
+   * and did nothing it could not undo; try again after `retryAfter` seconds. issueToken and
+   * logout are retried by the client itself (`retries`). A validation that fails this way
+   * is not: the token may or may not have been used up, so do not treat it as a refusal —
+   * tell the user to try again and start the sign-in over (a fresh token).
+   */
+  get isUnavailable(): boolean {
+    return this.status === 503;
   }
 
   /** True when the service refused the token itself (as opposed to our credentials, limits or the network). */
@@ -129,7 +149,22 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const retries = Math.max(0, options.retries ?? 2);
+  const maxRetryDelayMs = options.maxRetryDelayMs ?? 5_000;
   const credentials = { client_id: options.clientId, client_secret: options.clientSecret };
+
+  /** `post`, sent again after a 503 when the call is safe to repeat. */
+  async function call<T>(path: string, body: Record<string, unknown>, repeatable: boolean): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await post<T>(path, body);
+      } catch (err) {
+        if (!repeatable || attempt >= retries || !(err instanceof SsoError) || !err.isUnavailable) throw err;
+        const wait = Math.min(maxRetryDelayMs, (err.retryAfter ?? 1) * 1000);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
 
   async function post<T>(path: string, body: Record<string, unknown>): Promise<T> {
     let res: Response;
@@ -169,10 +204,13 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
   }
 
   return {
-    issueToken: (username, o = {}) => post<IssuedToken>('/api/sso/token', { username, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
-    validateToken: (token, o = {}) => post<ValidatedToken>('/api/sso/validate', { token, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }),
-    logout: (token) => post<LogoutResult>('/api/sso/logout', { token }),
-    confirmLink: (userId, username) => post<ConfirmedLink>('/api/sso/links/confirm', { user_id: userId, username }),
-    pendingLinks: async () => (await post<{ links: PendingLink[] }>('/api/sso/links/pending', {})).links,
+    // A repeated issue at worst leaves an extra token that expires unused; a repeated logout changes nothing.
+    issueToken: (username, o = {}) => call<IssuedToken>('/api/sso/token', { username, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }, true),
+    // Never repeated: a validation whose answer was lost may have used the token up.
+    validateToken: (token, o = {}) => call<ValidatedToken>('/api/sso/validate', { token, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }, false),
+    logout: (token) => call<LogoutResult>('/api/sso/logout', { token }, true),
+    // Confirming a link twice confirms it once; listing changes nothing: both safe to repeat.
+    confirmLink: (userId, username) => call<ConfirmedLink>('/api/sso/links/confirm', { user_id: userId, username }, true),
+    pendingLinks: async () => (await call<{ links: PendingLink[] }>('/api/sso/links/pending', {}, true)).links,
   };
 }

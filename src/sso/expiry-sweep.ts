@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import type { EventOutbox } from '../webhooks/events.ts';
+import { failureFields } from '../http/unavailable.ts';
 
 /** Tokens handled per statement, so one sweep after a long outage stays a short transaction. */
 const BATCH = 500;
@@ -59,7 +60,7 @@ export function startExpirySweep(options: { db: Db; outbox: EventOutbox; logger:
       .then((n) => {
         if (n > 0) logger.debug({ tokens: n }, 'token.expired events enqueued');
       })
-      .catch((err) => logger.warn({ err }, 'token expiry sweep failed; retrying next interval'))
+      .catch((err) => logger.warn(failureFields(err), 'token expiry sweep failed; retrying next interval'))
       .finally(() => {
         running = null;
       });

@@ -8,6 +8,7 @@ import type { EventOutbox } from './events.ts';
 import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts, releaseDeliveries } from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
 import { signDelivery } from './signing.ts';
+import { failureFields } from '../http/unavailable.ts';
 
 /** How long a finished attempt waits for others to be recorded with it. */
 const RECORD_WAIT_MS = 10;
@@ -105,7 +106,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       }
     } catch (err) {
       // The database may be briefly unavailable; the next wake or poll tries again.
-      if (!stopped) logger.warn({ err }, 'webhook dispatcher could not claim deliveries');
+      if (!stopped) logger.warn(failureFields(err), 'webhook dispatcher could not claim deliveries');
     } finally {
       pumping = false;
     }
@@ -188,7 +189,10 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       }
     } catch (err) {
       // Unrecorded, the lease runs out and the attempt is made again: at least once.
-      logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt');
+      const fields = failureFields(err);
+      // an outage is expected and survived (the attempt is made again); anything else is a bug
+      if ('outage' in fields) logger.warn({ ...fields, delivery: delivery.id }, 'could not record a webhook attempt');
+      else logger.error({ ...fields, delivery: delivery.id }, 'could not record a webhook attempt');
       return;
     }
     options.metrics?.webhookDeliveries.inc({ outcome: outcome.ok ? 'succeeded' : retry ? 'retry' : 'failed' });

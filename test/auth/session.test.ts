@@ -14,7 +14,7 @@ describe('session cookie and secret', () => {
   afterAll(() => app.close());
 
   it('marks the cookie Secure in production (TLS ends at the trusted proxy)', async () => {
-    const prod = await startTestApp({ NODE_ENV: 'production', TRUST_PROXY: 'loopback' }, { db: app.db });
+    const prod = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10', TRUST_PROXY: 'loopback' }, { db: app.db });
     try {
       const user = await makeUser(prod);
       const res = await prod.http.post('/api/auth/login', { login: user.username, password: user.password }, { headers: { 'x-forwarded-proto': 'https' } });

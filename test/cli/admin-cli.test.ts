@@ -104,7 +104,7 @@ describe('admin command line with the service running', () => {
     expect(demo.client_id).toBe('demo');
     expect(demo.callback_url).toBe('http://127.0.0.1:4555/demo/callback');
     expect(typeof demo.password).toBe('string');
-    const prod = await admin(app, ['demo', '--json'], { NODE_ENV: 'production', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
+    const prod = await admin(app, ['demo', '--json'], { NODE_ENV: 'production', BCRYPT_COST: '10', SESSION_SECRET: TEST_ENV.SESSION_SECRET });
     expect(prod.code).not.toBe(0);
     expect(prod.stderr).toMatch(/never created in production/);
   });

@@ -85,7 +85,7 @@ describe('IP allow list on the token endpoints', () => {
 
 describe('callback URLs', () => {
   it('must be https in production, except on loopback', async () => {
-    const prod = await startTestApp({ NODE_ENV: 'production' });
+    const prod = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10' });
     try {
       const create = (callbackUrl: string) => prod.services.clients.createClient({ name: 'Cb', callbackUrl }, { via: 'cli' });
       await expect(create('http://shop.example/cb')).rejects.toSatisfy((err: Error & { code?: string }) => err.code === 'invalid_callback_url');

@@ -157,7 +157,7 @@ describe('webhook SSRF guard in production', () => {
   let app: TestApp;
   let admin: Record<string, string>;
   beforeAll(async () => {
-    app = await startTestApp({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_BACKOFF_MS: '50' });
+    app = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10', WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_BACKOFF_MS: '50' });
     admin = await adminHeaders(app);
   });
   afterAll(() => app.close());

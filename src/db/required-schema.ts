@@ -1,0 +1,50 @@
+/**
+ * Every table and column the service's SQL uses, and what it must be allowed to do with each
+ * table. The start-up check (schema-check.ts) compares the database with this list after
+ * migrating, and /readyz does on every probe: a table dropped by hand or a database user that
+ * may only read stops the start with one line naming what is missing, instead of 500s later.
+ *
+ * A migration that adds a table or a column the code uses adds it here too;
+ * test/db/schema-check.test.ts fails while a migrated table is missing from this list.
+ */
+
+/** Privileges of a table the service reads and changes. */
+const READ_WRITE = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const;
+
+export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
+
+export interface RequiredTable {
+  columns: readonly string[];
+  privileges: readonly TablePrivilege[];
+}
+
+export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
+  schema_migrations: { columns: ['name', 'applied_at', 'checksum'], privileges: ['SELECT'] },
+  users: {
+    columns: ['id', 'username', 'email', 'full_name', 'role', 'password_hash', 'active', 'totp_secret', 'totp_enabled', 'totp_last_step', 'created_at', 'updated_at'],
+    privileges: READ_WRITE,
+  },
+  login_attempts: { columns: ['login', 'failed_count', 'locked_until', 'updated_at'], privileges: READ_WRITE },
+  recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
+  clients: {
+    columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at'],
+    privileges: READ_WRITE,
+  },
+  sso_tokens: {
+    columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at'],
+    privileges: READ_WRITE,
+  },
+  user_client_links: { columns: ['user_id', 'client_id', 'external_username', 'created_at'], privileges: READ_WRITE },
+  sessions: { columns: ['sid', 'sess', 'expire'], privileges: READ_WRITE },
+  // the audit log is appended to and read; an operator may revoke UPDATE and DELETE on it
+  audit_log: {
+    columns: ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details'],
+    privileges: ['SELECT', 'INSERT'],
+  },
+  webhooks: { columns: ['id', 'url', 'events', 'secret', 'active', 'disabled_reason', 'created_by', 'created_at'], privileges: READ_WRITE },
+  webhook_deliveries: {
+    columns: ['id', 'webhook_id', 'event', 'data', 'status', 'attempts', 'next_attempt_at', 'locked_until', 'last_status_code', 'last_error', 'created_at', 'completed_at'],
+    privileges: READ_WRITE,
+  },
+  webhook_attempts: { columns: ['id', 'delivery_id', 'attempt', 'at', 'status_code', 'error', 'duration_ms'], privileges: READ_WRITE },
+};

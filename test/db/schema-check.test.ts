@@ -1,0 +1,141 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { openDatabase } from '../../src/db/open.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
+import { REQUIRED_SCHEMA } from '../../src/db/required-schema.ts';
+import { findSchemaProblems, SchemaCheckError } from '../../src/db/schema-check.ts';
+import { createInstance } from '../../src/service.ts';
+import { createMigratedDatabase, startTestApp, TEST_ENV, unique } from '../helpers/app.ts';
+import { onPostgres } from '../helpers/db.ts';
+import { startServerProcess } from '../helpers/processes.ts';
+
+const silent = pino({ level: 'silent' });
+const testConfig = async () => loadConfig({ ...TEST_ENV, DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'auth-schema-')) });
+
+/** The one line createInstance refused to start with. */
+async function startRefusal(db: Parameters<typeof createInstance>[1]): Promise<string> {
+  const err = await createInstance(await testConfig(), db, silent).then(
+    async (instance) => {
+      await instance.stop();
+      throw new Error('the service started');
+    },
+    (e: Error) => e,
+  );
+  expect(err).toBeInstanceOf(SchemaCheckError);
+  expect(err.message).not.toMatch(/\n/);
+  return err.message;
+}
+
+describe('the start-up check of the schema', () => {
+  it('finds a freshly migrated database usable, and lists every table the migrations create', async () => {
+    const t = await createMigratedDatabase();
+    try {
+      expect(await findSchemaProblems(t.db)).toStrictEqual([]);
+      const tables = await t.db.query<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_class c WHERE c.relkind IN ('r', 'p') AND c.relnamespace = to_regnamespace(current_schema())`);
+      const unlisted = tables.rows.map((r) => r.name).filter((name) => !(name in REQUIRED_SCHEMA));
+      expect(unlisted, 'tables the migrations create but src/db/required-schema.ts does not list').toStrictEqual([]);
+    } finally {
+      await t.drop();
+    }
+  });
+
+  it('refuses to start on a database where tables were dropped, naming them', async () => {
+    const t = await createMigratedDatabase();
+    try {
+      await t.db.exec('DROP TABLE webhook_attempts; DROP TABLE sso_tokens;');
+      const message = await startRefusal(t.db);
+      expect(message).toMatch(/^The database cannot be used: missing tables: sso_tokens, webhook_attempts$/);
+    } finally {
+      await t.drop();
+    }
+  });
+
+  it('refuses to start when a column the service uses is missing', async () => {
+    const t = await createMigratedDatabase();
+    try {
+      await t.db.exec('ALTER TABLE users DROP COLUMN totp_last_step');
+      expect(await startRefusal(t.db)).toMatch(/missing columns: users\.totp_last_step/);
+    } finally {
+      await t.drop();
+    }
+  });
+
+  it('refuses to start for a database user that may only read', async () => {
+    const t = await createMigratedDatabase();
+    const role = unique('auth_reader_');
+    try {
+      await t.db.exec(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role};`);
+      let db = t.db;
+      if (onPostgres) {
+        const url = new URL(t.url!);
+        url.username = role;
+        db = openPostgres(url.toString());
+      } else {
+        await t.db.exec(`SET ROLE ${role}`); // the embedded database has one session: it becomes the reader's
+      }
+      try {
+        const message = await startRefusal(db);
+        expect(message).toMatch(new RegExp(`the database user "${role}" may not INSERT, UPDATE, DELETE on users, login_attempts, `));
+        expect(message).toMatch(/may not INSERT on audit_log/);
+      } finally {
+        if (onPostgres) await db.close();
+        else await t.db.exec('RESET ROLE');
+      }
+    } finally {
+      if (onPostgres) {
+        await t.drop();
+        const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+        await admin.connect();
+        await admin.query(`DROP ROLE IF EXISTS ${role}`);
+        await admin.end();
+      } else {
+        await t.drop();
+      }
+    }
+  });
+
+  it('keeps /readyz at 503 with the reason while a table is missing', async () => {
+    const app = await startTestApp();
+    try {
+      expect((await app.http.get('/readyz')).status).toBe(200);
+      await app.db.exec('DROP TABLE user_client_links');
+      const ready = await app.http.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.error).toBe('not_ready');
+      expect(ready.body.message).toMatch(/missing tables: user_client_links/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('makes the service process exit with one line naming the missing table', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-schema-proc-'));
+    const t = onPostgres ? await createMigratedDatabase() : undefined;
+    const db = t?.db ?? (await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false }));
+    if (!t) await migrate(db);
+    await db.exec('DROP TABLE webhook_attempts');
+    if (!t) await db.close();
+    try {
+      const failure = await startServerProcess({ DATA_DIR: dataDir, DATABASE_URL: t?.url ?? '' }).then(
+        async (s) => {
+          await s.stop();
+          return 'started';
+        },
+        (err: Error) => err.message,
+      );
+      const lines = failure.split('\n').filter((l) => l.includes('missing tables'));
+      expect(lines.length, failure).toBe(1);
+      expect(lines[0]).toMatch(/failed to start: The database cannot be used: missing tables: webhook_attempts/);
+      expect(failure).toMatch(/server exited with 1/);
+    } finally {
+      await t?.drop();
+    }
+  });
+});
