@@ -103,7 +103,8 @@ BEGIN
           'success', NEW.client_id, actor->>'ip_address', actor->>'user_agent',
           details || jsonb_build_object('changed', changed)
             -- a rotation says until when the previous secret is still accepted (null: not at all)
-            || CASE WHEN changed ? 'secret' THEN jsonb_build_object('previous_secret_expires_at', NEW.previous_secret_expires_at) ELSE '{}'::jsonb END);
+            || CASE WHEN changed ? 'secret' THEN jsonb_build_object('previous_secret_expires_at',
+                 to_char(NEW.previous_secret_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ELSE '{}'::jsonb END);
   RETURN NULL;
 END $$;
 

@@ -23,10 +23,12 @@ export function parseDuration(text: string): number | null {
 
 /**
  * A configuration key holding a duration (see parseDuration), defaulting to `fallback`;
- * the parsed value is in milliseconds. `minMs` refuses a non-zero value shorter than that.
+ * the parsed value is in milliseconds. `minMs` refuses a non-zero value shorter than that,
+ * `maxMs` one longer (a timer's interval: Node fires a longer one after 1 ms).
  */
-export function durationKey(fallback: string, options: { minMs?: number } = {}) {
+export function durationKey(fallback: string, options: { minMs?: number; maxMs?: number } = {}) {
   const minMs = options.minMs ?? 0;
+  const maxMs = options.maxMs ?? MAX_MS;
   return z
     .string()
     .optional()
@@ -39,6 +41,10 @@ export function durationKey(fallback: string, options: { minMs?: number } = {}) 
       }
       if (ms !== 0 && ms < minMs) {
         ctx.addIssue({ code: 'custom', message: `"${text}" is shorter than ${minMs / 1000}s` });
+        return z.NEVER;
+      }
+      if (ms > maxMs) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is longer than ${maxMs / 1000}s` });
         return z.NEVER;
       }
       return ms;

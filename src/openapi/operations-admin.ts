@@ -39,13 +39,13 @@ export const ADMIN_OPERATIONS: Operation[] = [
   }),
   api({
     method: 'post', path: '/api/admin/clients/:client_id/rotate-secret', summary: 'Regenerate the client secret, optionally keeping the old one valid for a grace period',
-    description: 'The body may be empty. `grace_seconds` (0 to 2592000, default 0) keeps the replaced secret working that long, so the client system can be reconfigured without an outage; with 0 the old secret fails at once. Only one previous secret is kept: rotating again ends the earlier grace. Audited with the grace.',
+    description: 'The body may be empty. `grace_seconds` (0 to 2592000, default 0) keeps the replaced secret working that long, so the client system can be reconfigured without an outage; with 0 the old secret fails at once. Only one previous secret is kept: a rotation with a grace while an earlier grace runs is refused with 409 `rotation_in_progress`; one without a grace ends it. Audited with the grace.',
     body: rotateSecretSchema,
     bodyOptional: true,
     example: { grace_seconds: 3600 },
     responses: {
       200: { description: 'The new secret, shown this once', schema: R.rotatedSecret, example: { client_id: 'shop', client_secret: 'pN4x0c2s9W1yQe6rT3uV8zA5bD7fG1hJ2kL4mN6oP8q', previous_secret_expires_at: '2026-01-31T13:00:00.000Z' } },
-      400: invalid, 404: noClient, ...guarded,
+      400: invalid, 404: noClient, 409: err('A grace is still running (rotation_in_progress)'), ...guarded,
     },
   }),
   api({ method: 'get', path: '/api/admin/users', summary: 'Search users by username, email or full name', query: searchUsersQuery, responses: { 200: { description: 'Matching users', schema: R.adminUser.array(), example: [adminUser] }, 400: invalid, ...guarded } }),

@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
+import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { CliIo } from '../cli/run.ts';
 import { migrate } from '../db/migrate.ts';
-import { openDatabase } from '../db/open.ts';
+import { describeDatabase, openDatabase } from '../db/open.ts';
 import { applySeeds, type SeedFile, SeedError, type SeedResult } from './apply.ts';
 
 export const SEED_USAGE = `Usage: npm run seed [-- FILE...] [--json]
@@ -38,7 +39,10 @@ export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Pro
       io.stdout(json ? `${JSON.stringify(emptyResult(), null, 2)}\n` : 'No seed files: seeds/ holds no *.sql file. Nothing applied.\n');
       return 0;
     }
+    loadEnvFile(io.env, io.cwd); // the same .env as the service and the admin command line
     const config = loadConfig(io.env);
+    // an admin must see which database is about to change before it does
+    if (!io.db) io.stderr(`seed: using ${describeDatabase(config)}\n`);
     const db = io.db ?? (await openDatabase(config, { serve: false }));
     try {
       await migrate(db);
@@ -53,7 +57,7 @@ export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Pro
       io.stderr(`seed: ${err.message}\nNothing was applied.\n`);
       return 1;
     }
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof EnvFileError) {
       io.stderr(`${err.message}\n`);
       return 1;
     }

@@ -75,12 +75,20 @@ describe('client secret rotation', () => {
     expect(audit.details.grace_seconds).toBe(0);
   });
 
-  it('keeps one previous secret: rotating again ends the earlier grace', async () => {
+  it('refuses a second rotation with a grace while one runs, so the secret still in use is never dropped', async () => {
     const client = await makeClient(app);
     const second = await rotateByCli(client.client_id, ['--grace-seconds', '600']);
-    const third = await rotateByCli(client.client_id, ['--grace-seconds', '600']);
-    expect(await works(client.client_id, client.client_secret)).toBe(false);
+    const again = await admin(app, ['client', 'rotate-secret', client.client_id, '--grace-seconds', '600', '--json']);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/still accepted until/);
+    const viaApi = await app.services.clients.rotateSecret(client.client_id, { via: 'cli' }, { graceSeconds: 60 }).catch((e: { code?: string }) => e.code);
+    expect(viaApi).toBe('rotation_in_progress');
+    expect(await works(client.client_id, client.client_secret), 'the original secret still works').toBe(true);
     expect(await works(client.client_id, second.client_secret)).toBe(true);
+    // a rotation without grace (a leaked secret) still goes through and ends the grace at once
+    const third = await rotateByCli(client.client_id);
+    expect(await works(client.client_id, client.client_secret)).toBe(false);
+    expect(await works(client.client_id, second.client_secret)).toBe(false);
     expect(await works(client.client_id, third.client_secret)).toBe(true);
   });
 

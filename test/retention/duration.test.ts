@@ -34,4 +34,12 @@ describe('durations in the configuration', () => {
       expect(err instanceof ConfigError && err.message.startsWith(`Invalid configuration: ${key}: `), `${key}=${value}: ${String(err)}`).toBe(true);
     }
   });
+
+  it('refuses a PRUNE_INTERVAL longer than a day, which a timer would run every millisecond', () => {
+    expect(loadConfig({ PRUNE_INTERVAL: '24h' }).PRUNE_INTERVAL).toBe(86_400_000);
+    for (const value of ['25h', '30d']) {
+      const err = thrownBy(() => loadConfig({ PRUNE_INTERVAL: value }));
+      expect(err instanceof ConfigError && /PRUNE_INTERVAL: .*longer than/.test(err.message), String(err)).toBe(true);
+    }
+  });
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/open.ts';
+import { runSeed } from '../../src/seeds/run.ts';
 import { startTestApp, TEST_ENV, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 import { makeUser } from '../helpers/factories.ts';
@@ -61,5 +62,22 @@ describe('npm run seed on the configured database', () => {
     expect(bad.stderr).toContain('"localhost"');
     const row = await app.db.query('SELECT client_name FROM clients WHERE client_id = $1', [c.id]);
     expect(row.rows).toStrictEqual([{ client_name: 'Command line' }]);
+  });
+
+  it('reads the project\'s .env like the service, and names on stderr the database it writes to', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-seed-env-'));
+    const dotenv = [`DATA_DIR=${dataDir}`];
+    if (onPostgres) {
+      const database = await createTestDatabase();
+      await database.db.close();
+      cleanup.push(() => database.drop());
+      dotenv.push(`DATABASE_URL=${database.url}`);
+    }
+    const project = await projectWith({ 'seeds/clients.sql': seedSql([client('from-dotenv')]), '.env': `${dotenv.join('\n')}\n` });
+    let stderr = '';
+    const { DATA_DIR: _unset, ...withoutDataDir } = TEST_ENV;
+    const code = await runSeed([], { stdout: () => {}, stderr: (t) => void (stderr += t), env: { ...withoutDataDir }, cwd: project });
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain(onPostgres ? 'PostgreSQL database' : `embedded database in ${dataDir}`);
   });
 });
