@@ -21,21 +21,27 @@ export interface RequiredTable {
 export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   schema_migrations: { columns: ['name', 'applied_at', 'checksum'], privileges: ['SELECT'] },
   users: {
-    columns: ['id', 'username', 'email', 'full_name', 'role', 'password_hash', 'active', 'totp_secret', 'totp_enabled', 'totp_last_step', 'created_at', 'updated_at'],
+    columns: ['id', 'username', 'email', 'full_name', 'role', 'password_hash', 'active', 'totp_secret', 'totp_enabled', 'totp_last_step', 'created_at', 'updated_at',
+      'must_change_password', 'password_changed_at'],
     privileges: READ_WRITE,
   },
   login_attempts: { columns: ['login', 'failed_count', 'locked_until', 'updated_at'], privileges: READ_WRITE },
   recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
   clients: {
-    columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at'],
+    columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
+      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
     privileges: READ_WRITE,
   },
   sso_tokens: {
     columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at'],
     privileges: READ_WRITE,
   },
-  user_client_links: { columns: ['user_id', 'client_id', 'external_username', 'created_at'], privileges: READ_WRITE },
-  sessions: { columns: ['sid', 'sess', 'expire'], privileges: READ_WRITE },
+  user_client_links: {
+    columns: ['user_id', 'client_id', 'external_username', 'created_at', 'status', 'confirmed_at', 'confirmed_by', 'username_key'],
+    privileges: READ_WRITE,
+  },
+  sessions: { columns: ['sid', 'sess', 'expire', 'user_id', 'created_at', 'last_seen_at'], privileges: READ_WRITE },
+  password_resets: { columns: ['id', 'user_id', 'token_hash', 'created_at', 'expires_at', 'used_at'], privileges: READ_WRITE },
   // the audit log is appended to and read; an operator may revoke UPDATE and DELETE on it
   audit_log: {
     columns: ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details'],

@@ -48,8 +48,8 @@ describe('client system logos', () => {
     expect(removed.status, removed.text).toBe(200);
     expect(removed.body.logo_url).toBe(null);
     await app.http.patch(`/api/admin/clients/${id}`, { logo_url: PNG }, admin.as);
-    const changes = (await auditOf(app, 'client.update')).filter((r) => r.client_id === id).map((r) => r.details.changed.logoUrl);
-    expect(changes).toStrictEqual([`data: image, ${PNG.length} characters`, null, '/assets/logos/shop.svg']);
+    const changes = (await auditOf(app, 'client.update')).filter((r) => r.client_id === id).map((r) => r.details.changed.logo_url);
+    expect(changes).toStrictEqual([`data: image, ${PNG.length} characters`, 'removed', '/assets/logos/shop.svg']);
   });
 
   it('are refused on registration when not local, and a client inserted by plain SQL simply has none', async () => {

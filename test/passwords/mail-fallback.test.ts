@@ -33,7 +33,7 @@ describe('password reset mail without SMTP_URL', () => {
   });
 
   it('in production answers 503 email_not_configured, and the page says an administrator must reset the password', async () => {
-    const app = await startTestApp({ NODE_ENV: 'production' });
+    const app = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10' });
     try {
       const user = await makeUser(app);
       for (const login of [user.username, 'nobody-at-all']) {
@@ -64,7 +64,7 @@ describe('password configuration', () => {
   });
 
   it('requires PUBLIC_URL with SMTP_URL in production, so a link is never built from a request', () => {
-    const production = { ...TEST_ENV, NODE_ENV: 'production', SMTP_URL: 'smtp://mail.example:25' };
+    const production = { ...TEST_ENV, NODE_ENV: 'production', BCRYPT_COST: '10', SMTP_URL: 'smtp://mail.example:25' };
     expect(() => loadConfig(production)).toThrow(ConfigError);
     expect(() => loadConfig(production)).toThrow(/PUBLIC_URL/);
     expect(loadConfig({ ...production, PUBLIC_URL: 'https://sso.example.com' }).PUBLIC_URL).toBe('https://sso.example.com');

@@ -162,7 +162,7 @@ describe('changing a webhook', () => {
   });
 
   it('applies the SSRF guard of registration to a new URL in production', async () => {
-    const production = await startTestApp({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'false' }, { db: app.db });
+    const production = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10', WEBHOOK_ALLOW_PRIVATE: 'false' }, { db: app.db });
     try {
       const prodHeaders = await adminHeaders(production);
       const id = await registerWebhook(app, headers, { url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: OLD_SECRET });
