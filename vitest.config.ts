@@ -8,12 +8,17 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     env: { NODE_ENV: 'test' },
-    // Each file gets its own process: PGlite and the service's timers stay in it.
+    // Two worker processes (two cores: more files at once only queue behind each other and
+    // behind PostgreSQL), each running its files one after another without a fresh module
+    // graph per file: the app, PGlite's WebAssembly and a migrated template database
+    // (test/helpers/db.ts) are built once per worker instead of once per file. Every test
+    // file still builds its own app on its own database.
     pool: 'forks',
-    // Two cores: more files at once only queue behind each other (and behind PostgreSQL).
+    isolate: false,
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Limits for a busy 2-core machine; the slowest browser tests take ~15 s on a quiet one.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
     teardownTimeout: 20_000,
     coverage: {
       provider: 'v8',

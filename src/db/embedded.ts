@@ -1,12 +1,17 @@
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteInterface } from '@electric-sql/pglite';
 import type { Db, QueryResult } from './db.ts';
 
 /**
- * Wraps a PGlite instance (in memory when `dataDir` is undefined). PGlite has a single
- * connection and serializes statements itself; a transaction holds it until it ends.
+ * Opens PGlite (in memory when `dataDir` is undefined) behind the Db interface. PGlite has a
+ * single connection and serializes statements itself; a transaction holds it until it ends.
  */
 export async function openEmbedded(dataDir?: string): Promise<{ db: Db; pglite: PGlite }> {
   const pglite = await PGlite.create(dataDir ? { dataDir } : {});
+  return { db: embeddedDb(pglite), pglite };
+}
+
+/** An open PGlite instance behind the Db interface (a clone of a migrated one, in the tests). */
+export function embeddedDb(pglite: PGliteInterface): Db {
   let pending = 0;
   const wrap = async <T>(p: Promise<{ rows: unknown[]; affectedRows?: number }>): Promise<QueryResult<T>> => {
     pending++;
@@ -29,5 +34,5 @@ export async function openEmbedded(dataDir?: string): Promise<{ db: Db; pglite: 
     poolStats: () => ({ total: 1, idle: pending === 0 ? 1 : 0, waiting: Math.max(0, pending - 1) }),
     close: () => pglite.close(),
   };
-  return { db, pglite };
+  return db;
 }

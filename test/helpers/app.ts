@@ -9,9 +9,8 @@ import pino, { type Logger } from 'pino';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import type { Services } from '../../src/deps.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createInstance } from '../../src/service.ts';
-import { createTestDatabase } from './db.ts';
+import { createMigratedTestDatabase } from './db.ts';
 import { client } from './http.ts';
 
 /** The service in-process on a test database: requests go to `app` through supertest. */
@@ -59,7 +58,7 @@ export async function startTestApp(
   env: Record<string, string> = {},
   options: { db?: Db; databaseUrl?: string; logger?: Logger } = {},
 ): Promise<TestApp> {
-  const owned = options.db ? undefined : await createTestDatabase();
+  const owned = options.db ? undefined : await createMigratedTestDatabase();
   const db = options.db ?? owned!.db;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-test-'));
   const config = loadConfig({ ...TEST_ENV, DATA_DIR: dataDir, ...env });
@@ -99,10 +98,8 @@ export async function startTestApp(
 }
 
 /** A fresh, migrated database without a running service. */
-export async function createMigratedDatabase() {
-  const t = await createTestDatabase();
-  await migrate(t.db);
-  return t;
+export function createMigratedDatabase() {
+  return createMigratedTestDatabase();
 }
 
 /** A name no other test uses. */

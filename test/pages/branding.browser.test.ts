@@ -10,7 +10,7 @@ const BRAND_LOGO = svg('#0b7285');
 const CLIENT_LOGO = svg('#c2255c');
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
-describe.skipIf(browserMissing)('branding in Chromium', { timeout: 120_000 }, () => {
+describe.skipIf(browserMissing)('branding in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

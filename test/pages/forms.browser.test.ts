@@ -22,7 +22,7 @@ async function submit(page: Page, button: Locator): Promise<void> {
 }
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
-describe.skipIf(browserMissing)('field-level errors in the admin and dashboard forms, in Chromium', { timeout: 120_000 }, () => {
+describe.skipIf(browserMissing)('field-level errors in the admin and dashboard forms, in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

@@ -6,7 +6,7 @@ import { makeUser } from '../helpers/factories.ts';
 import { alertText, expectAccessible, signInPage } from './browser-support.ts';
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
-describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromium', { timeout: 120_000 }, () => {
+describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

@@ -80,7 +80,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
   for (const size of SIZES) {
     const open = async (): Promise<BrowserContext> => newContext(browser, size);
 
-    it(`${size.name}: the sign-in pages, the signed-out page and the error pages`, { timeout: 120_000 }, async () => {
+    it(`${size.name}: the sign-in pages, the signed-out page and the error pages`, async () => {
       const problems: string[] = [];
       const page = watchConsole(await (await open()).newPage(), problems);
       await page.goto(`${url}/login`);
@@ -100,7 +100,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       expect(problems).toStrictEqual([]);
     });
 
-    it(`${size.name}: the dashboard, the account security page in each state, the second sign-in step and the 403 page`, { timeout: 120_000 }, async () => {
+    it(`${size.name}: the dashboard, the account security page in each state, the second sign-in step and the 403 page`, async () => {
       const problems: string[] = [];
       const user = await makeUser(app, { fullName: 'Bartholomew Featherstonehaugh-Cholmondeley' });
       const page = watchConsole(await (await open()).newPage(), problems);
@@ -135,7 +135,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       expect(problems).toStrictEqual([]);
     });
 
-    it(`${size.name}: every admin page, with a refused form`, { timeout: 180_000 }, async () => {
+    it(`${size.name}: every admin page, with a refused form`, async () => {
       const problems: string[] = [];
       const page = watchConsole(await (await open()).newPage(), problems);
       await signInPage(page, url, admin.username, admin.password, '/login?next=/admin');

@@ -16,7 +16,7 @@ async function fieldProblem(page: Page, selector: string): Promise<string | null
 }
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
-describe.skipIf(browserMissing)('account security page in Chromium', { timeout: 120_000 }, () => {
+describe.skipIf(browserMissing)('account security page in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;

@@ -82,7 +82,12 @@ describe('changing a webhook', () => {
       const on = await patch(id, { active: true });
       expect(on.body).toMatchObject({ active: true, disabled_reason: null });
 
-      const history = await app.http.get(`/api/webhooks/${id}/deliveries`, { headers });
+      // the attempt is recorded just after the receiver answered: wait for the record, bounded
+      let history = await app.http.get(`/api/webhooks/${id}/deliveries`, { headers });
+      for (let i = 0; i < 100 && history.body.some((d: { status: string }) => d.status !== 'succeeded'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        history = await app.http.get(`/api/webhooks/${id}/deliveries`, { headers });
+      }
       expect(history.status).toBe(200);
       expect(history.body.length, 'every earlier delivery is still there').toBe(4);
       expect(history.body.every((d: { status: string; attempt_log: unknown[] }) => d.status === 'succeeded' && d.attempt_log.length === 1)).toBe(true);
