@@ -4,7 +4,7 @@ import path from 'node:path';
 import { hashClientSecret } from '../../src/clients/credentials.ts';
 import { runSeed } from '../../src/seeds/run.ts';
 import { TEST_ENV, type TestApp } from '../helpers/app.ts';
-import type { CliResult } from '../helpers/cli.ts';
+import { captured, type CliResult } from '../helpers/cli.ts';
 
 /** One client row of a seed file, in the documented columns. */
 export interface SeedClient {
@@ -54,14 +54,5 @@ export async function seed(
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runSeed(args, {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env: { ...TEST_ENV, DATA_DIR: target.config.DATA_DIR, ...env },
-    db: target.db,
-    cwd,
-  });
-  return { code, stdout, stderr };
+  return captured(runSeed, args, { env: { ...TEST_ENV, DATA_DIR: target.config.DATA_DIR, ...env }, db: target.db, cwd });
 }
