@@ -1,7 +1,7 @@
 // ESLint: typescript-eslint's recommended rules, import cycles refused (import-x/no-cycle),
 // and files kept small (max-lines), over the service, its tests, benchmarks and scripts.
 import js from '@eslint/js';
-import { importX } from 'eslint-plugin-import-x';
+import importX from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
