@@ -8,6 +8,7 @@ import { signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
 import { findTokenUser } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
+import { accountLocked, countedFailure, PasswordChangeRequired } from './login-errors.ts';
 import { createTwoFactor } from './two-factor.ts';
 
 /** The client_system of events caused by signing in to this service itself. */
@@ -36,59 +37,6 @@ export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive
  */
 export function metricFailureReason(reason: FailureReason): 'invalid_credentials' | 'invalid_totp' | 'account_locked' {
   return reason === 'invalid_totp' || reason === 'account_locked' ? reason : 'invalid_credentials';
-}
-
-/**
- * 403 password_change_required: the credentials were right, but an administrator asked for a
- * new password first. The body says how to change it; `userId` is for the sign-in page, which
- * continues to its change form.
- */
-export class PasswordChangeRequired extends AppError {
-  readonly userId: number;
-  readonly twoFactorUsed: boolean;
-  constructor(userId: number, twoFactorUsed: boolean) {
-    super(403, 'password_change_required', 'Your password must be changed before you can sign in', {
-      extra: {
-        change_password: {
-          method: 'POST', path: '/api/user/password', body: ['login', 'current_password', 'new_password', 'totp (two-factor users)'],
-          page: '/account/password',
-        },
-      },
-    });
-    this.userId = userId;
-    this.twoFactorUsed = twoFactorUsed;
-  }
-}
-
-const minutes = (n: number) => `${n} minute${n === 1 ? '' : 's'}`;
-
-/**
- * A counted failure: 401 with how many attempts are left before the lock (the counter runs
- * per login name, known or not, so this tells nothing about whether the name exists). The
- * attempt before the lock says so in its message.
- */
-function countedFailure(code: 'invalid_credentials' | 'invalid_totp' | 'totp_reused', attemptsRemaining: number, lockMinutes: number): AppError {
-  const base = {
-    invalid_credentials: 'Invalid login or password.',
-    invalid_totp: 'The two-factor code is invalid.',
-    totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
-  }[code];
-  const warning = attemptsRemaining === 1 ? ` One more failed attempt locks the account for ${minutes(lockMinutes)}.` : '';
-  return new AppError(401, code, base + warning, { extra: { attempts_remaining: attemptsRemaining } });
-}
-
-/**
- * 423 account_locked with the whole minutes left. `now` marks the attempt that set the lock,
- * so its message says the account is now locked rather than that it was.
- */
-function accountLocked(remainingMinutes: number, now = false): AppError {
-  const message = now
-    ? `Too many failed sign-in attempts: this account is now locked for ${minutes(remainingMinutes)}.`
-    : `Too many failed sign-in attempts. This account is locked; try again in ${minutes(remainingMinutes)}.`;
-  return new AppError(423, 'account_locked', message, {
-    extra: { remaining_minutes: remainingMinutes },
-    headers: { 'Retry-After': String(remainingMinutes * 60) },
-  });
 }
 
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */

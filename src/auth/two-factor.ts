@@ -46,6 +46,20 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
     return (await consumeRecoveryCode(q, user.id, hashRecoveryCode(code))) ? 'recovery' : null;
   }
 
+  /**
+   * For a change to a user's two-factor settings: two-factor is on (409 totp_not_enabled
+   * otherwise) and `code` is a current TOTP code or an unused recovery code, which it uses
+   * up (401 as for a sign-in otherwise). Returns which kind the code was.
+   */
+  async function proveEnabledFactor(tx: Queryable, user: Pick<UserRecord, 'id'>, code: string): Promise<'totp' | 'recovery'> {
+    const state = await findTotpState(tx, user.id);
+    if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
+    const factor = await checkCodeDetailed(tx, { id: user.id, totp_secret: state.totp_secret }, code);
+    if (factor === 'reused') throw reusedCode();
+    if (!factor) throw invalidCode();
+    return factor;
+  }
+
   return {
     checkCode,
     checkCodeDetailed,
@@ -91,11 +105,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
     /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */
     async disable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<void> {
       await db.transaction(async (tx) => {
-        const state = await findTotpState(tx, user.id);
-        if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
-        const factor = await checkCodeDetailed(tx, { id: user.id, totp_secret: state.totp_secret }, code);
-        if (factor === 'reused') throw reusedCode();
-        if (!factor) throw invalidCode();
+        const factor = await proveEnabledFactor(tx, user, code);
         await setTotpEnabled(tx, user.id, false);
         await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
       });
@@ -108,11 +118,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
     async regenerateRecoveryCodes(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
       await db.transaction(async (tx) => {
-        const state = await findTotpState(tx, user.id);
-        if (!state?.totp_enabled) throw new AppError(409, 'totp_not_enabled', 'Two-factor authentication is not enabled');
-        const factor = await checkCodeDetailed(tx, { id: user.id, totp_secret: state.totp_secret }, code);
-        if (factor === 'reused') throw reusedCode();
-        if (!factor) throw invalidCode();
+        const factor = await proveEnabledFactor(tx, user, code);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_recovery_codes', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
       });

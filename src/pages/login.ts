@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import { type AuthService, PasswordChangeRequired } from '../auth/service.ts';
+import { PasswordChangeRequired } from '../auth/login-errors.ts';
+import type { AuthService } from '../auth/service.ts';
 import { beginPasswordChange, endSession, establishSession } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import { clientIp } from '../http/client-ip.ts';
