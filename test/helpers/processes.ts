@@ -25,6 +25,26 @@ export async function startServerProcess(env: Record<string, string | undefined>
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const { url, output } = await listeningUrl(child);
+  return {
+    child,
+    url,
+    output,
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      return code as number | null;
+    },
+  };
+}
+
+/**
+ * Waits for a service process's "auth service listening" log line and returns the URL it
+ * names, with the process's output so far (stdout and stderr); rejects if the process exits
+ * first or says nothing of the kind within 30 s.
+ */
+export async function listeningUrl(child: ChildProcess): Promise<{ url: string; output: () => string }> {
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -33,19 +53,9 @@ export async function startServerProcess(env: Record<string, string | undefined>
       if (m) resolve(m[1]);
     };
     child.stdout!.on('data', onData);
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
     setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000).unref();
   });
-  return {
-    child,
-    url,
-    output: () => out,
-    async stop() {
-      if (child.exitCode !== null) return child.exitCode;
-      child.kill('SIGTERM');
-      const [code] = await once(child, 'exit');
-      return code as number | null;
-    },
-  };
+  return { url, output: () => out };
 }

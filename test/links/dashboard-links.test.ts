@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { apiSession, cardState, claimsOf, dashboardUser, flashOf, httpOf, linkAudit } from './support.ts';
+import { apiSession, cardState, claimsOf, dashboardUser, flashOf, linkAudit } from './support.ts';
 
 describe('dashboard links must be proven before their name goes into a token', () => {
   let app: TestApp;
-  let http: Awaited<ReturnType<typeof httpOf>>;
+  let http: TestApp['http'];
   beforeAll(async () => {
     app = await startTestApp();
-    http = await httpOf(app);
+    http = app.http;
   });
   afterAll(() => app.close());
 

@@ -3,14 +3,14 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { admin } from '../helpers/cli.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { hiddenField } from '../pages/form-session.ts';
-import { apiSession, claimsOf, dashboardUser, flashOf, httpOf, linkAudit } from './support.ts';
+import { apiSession, claimsOf, dashboardUser, flashOf, linkAudit } from './support.ts';
 
 describe('administrators approve and revoke dashboard links (API, panel, command line)', () => {
   let app: TestApp;
-  let http: Awaited<ReturnType<typeof httpOf>>;
+  let http: TestApp['http'];
   beforeAll(async () => {
     app = await startTestApp();
-    http = await httpOf(app);
+    http = app.http;
   });
   afterAll(() => app.close());
 

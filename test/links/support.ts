@@ -1,22 +1,12 @@
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
-import { client } from '../helpers/http.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-
-/**
- * Requests to the app served on a loopback port. (The in-process `app.http` of this base
- * sends JSON bodies through supertest as serialized Buffers, which arrive empty.)
- */
-export async function httpOf(app: TestApp) {
-  return client(await app.listen());
-}
 
 /** Signs a new user with `role` in over the API; request options carrying the session cookie. */
 export async function apiSession(app: TestApp, role: 'admin' | 'user') {
   const user = await makeUser(app, { role });
-  const http = await httpOf(app);
-  const res = await http.post('/api/auth/login', { login: user.username, password: user.password });
+  const res = await app.http.post('/api/auth/login', { login: user.username, password: user.password });
   const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('auth.sid='))?.split(';')[0];
   expect(res.status, res.text).toBe(200);
   return { user, as: { headers: { cookie: cookie!, 'content-type': 'application/json' } } };
@@ -29,7 +19,7 @@ export function claimsOf(token: string | null): Record<string, unknown> {
 
 /** A signed-in dashboard user in a browser-like form session, with helpers for its forms. */
 export async function dashboardUser(app: TestApp, login: string, password: string) {
-  const s = formSession(await app.listen());
+  const s = formSession(app.app);
   const page = await s.get('/login');
   const answer = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login, password });
   expect(answer.status, answer.text).toBe(303);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMigratedDatabase } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
 import { request } from '../helpers/http.ts';
-import { ROOT } from '../helpers/processes.ts';
+import { listeningUrl, ROOT } from '../helpers/processes.ts';
 
 /**
  * A module hook for the compiled service: resolving PGlite, tsx or esbuild fails the process,
@@ -43,18 +43,7 @@ describe('the compiled service', () => {
       env: { ...process.env, NODE_OPTIONS: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', BCRYPT_COST: '4', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let out = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      const onData = (c: Buffer) => {
-        out += c.toString();
-        const m = /"url":"(http:\/\/[^"]+)"[^\n]*auth service listening/.exec(out);
-        if (m) resolve(m[1]);
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`the compiled server exited with ${code}: ${out}`)));
-    });
-    return { child, url, output: () => out };
+    return { child, ...(await listeningUrl(child)) };
   }
 
   async function stop(child: ChildProcess) {
