@@ -67,7 +67,7 @@ export function benchServiceEnv(databaseUrl: string, extra: Record<string, strin
   return {
     DATABASE_URL: databaseUrl, HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'warn',
     JWT_SECRET: randomBytes(32).toString('hex'), SESSION_SECRET: randomBytes(32).toString('hex'),
-    TOKEN_TTL_SECONDS: '1800', RATE_LIMIT_VALIDATE_PER_MIN: '100000000', RATE_LIMIT_LOGIN_PER_MIN: '100000000',
+    TOKEN_TTL_SECONDS: '1800', RATE_LIMIT_VALIDATE_PER_MIN: '100000000', RATE_LIMIT_TOKEN_PER_MIN: '100000000', RATE_LIMIT_LOGIN_PER_MIN: '100000000',
     RATE_LIMIT_USER_PER_MIN: '100000000', REDIS_URL: '', DATA_DIR: path.join(ROOT, 'data', 'bench'),
     ...extra,
   };

@@ -3,23 +3,21 @@ import express, { type Express } from 'express';
 import { adminApiRoutes } from './admin/api-routes.ts';
 import { adminPanelRoutes } from './admin/panel-routes.ts';
 import { authRoutes } from './auth/routes.ts';
-import type { Services } from './deps.ts';
+import type { RouteServices } from './routes/declare.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
-import type { RateLimiters } from './http/rate-limit.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
-import { healthRoutes } from './health/routes.ts';
 import { adminLinkRoutes, clientLinkRoutes } from './links/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
-import { httpMetrics, metricsRoutes } from './metrics/http.ts';
-import { openApiRoutes } from './openapi/routes.ts';
+import { httpMetrics } from './metrics/http.ts';
+import { ROUTES } from './routes/index.ts';
+import { mountRoutes } from './routes/mount.ts';
 import { accountPageRoutes } from './pages/account-routes.ts';
 import { pageRoutes } from './pages/routes.ts';
 import { securityHeaders } from './pages/security.ts';
-import { ssoRoutes } from './sso/routes.ts';
 import { userRoutes } from './users/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
@@ -27,9 +25,7 @@ export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 export const PUBLIC_DIR = fileURLToPath(new URL('../public/', import.meta.url));
 
 /** Everything createApp needs: the wired services and the rate limiters. */
-export interface AppDeps extends Services {
-  limiters: RateLimiters;
-}
+export type AppDeps = RouteServices;
 
 /** Builds the Express application: global middleware, then every router in one list. */
 export function createApp(deps: AppDeps): Express {
@@ -55,11 +51,9 @@ export function createApp(deps: AppDeps): Express {
 
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
   // validation) never load a session or look for a signed-in user.
+  const declared = mountRoutes(ROUTES, deps);
   for (const router of [
-    healthRoutes({ db }),
-    metricsRoutes(deps.deps.metrics),
-    openApiRoutes(),
-    ssoRoutes({ sso: deps.sso, clients: deps.clients, auth: deps.auth, validationLimit: deps.limiters.validation }),
+    declared.sessionless,
     clientLinkRoutes({ links: deps.links, clients: deps.clients }),
   ]) {
     app.use(router);
@@ -70,6 +64,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
   for (const router of [
+    declared.withSession,
     authRoutes({ auth: deps.auth, passwords: deps.passwords, loginLimit: deps.limiters.login }),
     userRoutes({ auth: deps.auth, passwords: deps.passwords, sessions: deps.sessions, userLimit: deps.limiters.user, loginLimit: deps.limiters.login }),
     webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),

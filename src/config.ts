@@ -88,6 +88,8 @@ export const configSchema = z.object({
   RATE_LIMIT_LOGIN_PER_MIN: int(1).default(10),
   /** Token validation, requests per minute per client system. */
   RATE_LIMIT_VALIDATE_PER_MIN: int(1).default(100),
+  /** Token issue, requests per minute per client system (every token is validated once: the same budget). */
+  RATE_LIMIT_TOKEN_PER_MIN: int(1).default(100),
   /** User management and admin API, requests per minute per authenticated user. */
   RATE_LIMIT_USER_PER_MIN: int(1).default(50),
   /** Consecutive failed logins that lock an account. */

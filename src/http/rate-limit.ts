@@ -48,6 +48,8 @@ export interface RateLimiters {
   login: RequestHandler;
   /** Token validation, per authenticated client system (res.locals.client). */
   validation: RequestHandler;
+  /** Token issue, per authenticated client system: a client issues one token per sign-in, each validated once. */
+  tokenIssue: RequestHandler;
   /** User management and admin API, per authenticated user (res.locals.user). */
   user: RequestHandler;
   close(): Promise<void>;
@@ -62,7 +64,7 @@ export interface RateLimiters {
  * through would switch the login and validation limits off during every Redis outage.
  */
 export function createRateLimiters(
-  config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>,
+  config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_TOKEN_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>,
   metrics?: Pick<Metrics, 'rateLimited'>,
   logger?: Pick<Logger, 'warn'>,
 ): RateLimiters {
@@ -103,6 +105,7 @@ export function createRateLimiters(
   return {
     login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => ipKeyGenerator(clientIp(req))),
     validation: limiter('validate', config.RATE_LIMIT_VALIDATE_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
+    tokenIssue: limiter('token', config.RATE_LIMIT_TOKEN_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
     user: limiter('user', config.RATE_LIMIT_USER_PER_MIN, (req, res) => {
       const user = res.locals.user as { id: number } | undefined;
       return user ? `u${user.id}` : `ip:${ipKeyGenerator(clientIp(req))}`;

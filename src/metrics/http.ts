@@ -1,4 +1,5 @@
-import { type Request, type RequestHandler, Router } from 'express';
+import type { Request, RequestHandler } from 'express';
+import { route } from '../routes/declare.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -45,13 +46,16 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
 }
 
 /** GET /metrics in the Prometheus text format. */
-export function metricsRoutes(metrics: Metrics): Router {
-  const r = Router();
-  r.get('/metrics', async (_req, res) => {
-    const body = await metrics.registry.metrics();
-    res.setHeader('Content-Type', metrics.registry.contentType);
-    res.setHeader('Cache-Control', 'no-store');
-    res.send(body);
-  });
-  return r;
-}
+export const METRICS_ROUTES = [
+  route({
+    method: 'get', path: '/metrics', tag: 'Operations', access: 'public', limit: 'none', cacheable: true, sessionless: true,
+    summary: 'Prometheus metrics (keep off the public network)',
+    responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } },
+    handle: ({ deps: { metrics } }) => async ({ res }) => {
+      const body = await metrics.registry.metrics();
+      res.setHeader('Content-Type', metrics.registry.contentType);
+      res.setHeader('Cache-Control', 'no-store');
+      res.send(body);
+    },
+  }),
+];

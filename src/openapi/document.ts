@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { OPERATIONS, type Operation } from './operations.ts';
+import type { AnyRoute } from '../routes/declare.ts';
+import { OPERATIONS } from './operations.ts';
+import type { Operation } from './operation.ts';
 import { errorBody } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -10,14 +12,18 @@ const ACCESS_TEXT: Record<Operation['access'], string> = {
   'client+ip': 'Client credentials in the JSON body, and the caller\'s IP on the client\'s allow list (else 403 ip_not_allowed).',
   user: 'A session cookie (`POST /api/auth/login`) or an access token (`POST /api/login`) as `Authorization: Bearer`.',
   admin: 'As a user, with role `admin`.',
-  browser: 'A browser session; POST forms carry the CSRF token `_csrf`.',
+  page: 'A page in a browser; POST forms carry the session\'s CSRF token `_csrf`.',
+  'page-user': 'A page for a signed-in user (browser session; otherwise 303 to /login); POST forms carry the CSRF token `_csrf`.',
+  'page-admin': 'A page for an administrator (browser session; otherwise 303 to /login, 403 without role admin); POST forms carry the CSRF token `_csrf`.',
 };
 /** Routes that answer without the database or Redis, so never with an outage. */
 const NO_STORE_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/api/openapi.json', '/docs']);
 const OUTAGE_DESCRIPTION = 'service_unavailable: the database (or Redis) cannot be reached or timed out; nothing was done. '
   + 'Try again after the Retry-After header\'s seconds. A browser gets a short "try again" page.';
 
-const LIMIT_TEXT = {
+const LIMIT_TEXT: Record<NonNullable<Operation['limit']>, string> = {
+  none: 'Rate limit: none.',
+  tokenIssue: 'Rate limit: token issue, per client system (default 100/min).',
   login: 'Rate limit: login endpoints, per IP address (default 10/min).',
   validation: 'Rate limit: token validation, per client system (default 100/min).',
   user: 'Rate limit: user management, per user (default 50/min).',
@@ -85,7 +91,7 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
     responses['503'] = {
       description: OUTAGE_DESCRIPTION,
       headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
-      ...(op.access === 'browser' ? {} : { content: { 'application/json': { schema: outputSchema(errorBody, components) } } }),
+      ...(op.access.startsWith('page') ? {} : { content: { 'application/json': { schema: outputSchema(errorBody, components) } } }),
     };
   }
   return {
@@ -113,7 +119,9 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
 }
 
 /** The OpenAPI 3.1 document of every operation in the table, built from the request schemas. */
-export function buildOpenApiDocument(operations: Operation[] = OPERATIONS, info: { version?: string } = {}): JsonSchema {
+export function buildOpenApiDocument(routes: readonly AnyRoute[], info: { version?: string } = {}): JsonSchema {
+  const declared = new Set(routes.map((r) => `${r.method} ${r.path}`));
+  const operations: Operation[] = [...routes, ...OPERATIONS.filter((o) => !declared.has(`${o.method} ${o.path}`))];
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const schemas: Record<string, JsonSchema> = {};
   for (const op of operations) {

@@ -1,24 +1,9 @@
 import type { z } from 'zod';
 import * as R from './responses.ts';
 
-/** Who may call an operation. */
-export type Access =
-  | 'public'
-  | 'client' // client_id + client_secret in the JSON body
-  | 'client+ip' // the same, and the caller's IP must be on the client's allow list
-  | 'user' // a session cookie or an access token (Authorization: Bearer)
-  | 'admin' // the same, with role admin
-  | 'browser'; // a page: session cookie, CSRF token in POST forms
+import type { Access, DocResponse, LimitName } from '../routes/declare.ts';
 
-/** One documented answer. */
-export interface DocResponse {
-  description: string;
-  /** JSON body schema; omitted for empty or non-JSON answers. */
-  schema?: z.ZodType;
-  /** Media type when the answer is not JSON (text/html, text/plain). */
-  mediaType?: string;
-  example?: unknown;
-}
+export type { Access, DocResponse } from '../routes/declare.ts';
 
 /** One row of the API reference: a route the app mounts, and the zod schemas it validates with. */
 export interface Operation {
@@ -39,8 +24,8 @@ export interface Operation {
   example?: unknown;
   /** The schema the route validates its query string with (validateQuery). */
   query?: z.ZodType;
-  /** Rate limit that applies (see SPEC 8 / DESIGN.md). */
-  limit?: 'login' | 'validation' | 'user';
+  /** The rate limit that applies (docs/contract.md, Limits), or none. */
+  limit?: LimitName | 'none';
   responses: Record<number, DocResponse>;
 }
 

@@ -16,7 +16,7 @@ const adminUser = {
   locked_until: null, totp_enabled: false, must_change_password: false, created_at: '2026-01-31T12:00:00.000Z',
 };
 const api = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Administration', access: 'admin', limit: 'user', ...o });
-const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'browser', limit: 'user', ...o });
+const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'page', limit: 'user', ...o });
 const formDone = (to: string) => ({ 303: redirect(`Done: back to ${to}`), 400: html('The form again with the problem'), 403: html('Missing or wrong CSRF token, or not an administrator') });
 
 /** The admin JSON API and the admin panel pages (DESIGN.md "Admin API"). */

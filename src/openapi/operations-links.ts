@@ -29,7 +29,7 @@ const activeExample = {
 const pendingExample = { ...activeExample, status: 'pending', confirmed_at: null, confirmed_by: null };
 
 const api = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Administration', access: 'admin', limit: 'user', ...o });
-const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'browser', limit: 'user', ...o });
+const panel = (o: Omit<Operation, 'tag' | 'access' | 'limit'>): Operation => ({ tag: 'Admin panel', access: 'page', limit: 'user', ...o });
 const formDone = { 303: redirect('Done: back to the user (or the users page)'), 403: html('Missing or wrong CSRF token, or not an administrator') };
 
 /** Proving dashboard links: by the client system, by an administrator. */

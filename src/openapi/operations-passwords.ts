@@ -74,30 +74,30 @@ export const PASSWORD_OPERATIONS: Operation[] = [
 
   // Pages
   {
-    method: 'get', path: '/account/password', tag: 'Pages', access: 'browser',
+    method: 'get', path: '/account/password', tag: 'Pages', access: 'page',
     summary: 'Change-password form (also where a must-change sign-in lands)',
     responses: { 200: html('The form'), 303: redirect('Not signed in: to /login') },
   },
   {
-    method: 'post', path: '/account/password', tag: 'Pages', access: 'browser', limit: 'login', bodyType: 'form',
+    method: 'post', path: '/account/password', tag: 'Pages', access: 'page', limit: 'login', bodyType: 'form',
     summary: 'Change the password',
     body: changePasswordFormSchema,
     example: { current_password: 'correct horse battery', new_password: 'four unrelated words here', confirm_password: 'four unrelated words here' },
     responses: { 303: redirect('Changed: back to the form, or on with the sign-in'), 400: html('Refused new password'), 401: html('Wrong current password'), 423: html('Locked'), ...formAnswers },
   },
   {
-    method: 'get', path: '/account/sessions', tag: 'Pages', access: 'browser',
+    method: 'get', path: '/account/sessions', tag: 'Pages', access: 'page',
     summary: 'The user\'s sessions: device, IP, last seen',
     responses: { 200: html('The list'), 303: redirect('Not signed in: to /login') },
   },
   {
-    method: 'post', path: '/account/sessions/end', tag: 'Pages', access: 'browser', bodyType: 'form',
+    method: 'post', path: '/account/sessions/end', tag: 'Pages', access: 'page', bodyType: 'form',
     summary: 'End one session',
     body: endSessionFormSchema, example: { session: 'q1w2e3r4t5y6u7i8o9p0as' },
     responses: { 303: redirect('Back to the list (to /login when it was this one)'), 403: html('Missing or wrong CSRF token') },
   },
   {
-    method: 'post', path: '/account/sessions/end-all', tag: 'Pages', access: 'browser', bodyType: 'form',
+    method: 'post', path: '/account/sessions/end-all', tag: 'Pages', access: 'page', bodyType: 'form',
     summary: 'End every other session',
     responses: { 303: redirect('Back to the list'), 403: html('Missing or wrong CSRF token') },
   },

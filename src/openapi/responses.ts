@@ -23,6 +23,9 @@ export const tokenRefusal = z.object({
   message: z.string(),
 }).meta({ id: 'TokenRefusal' });
 
+/** What the validate routes answer with 401: a refused token, or (without `valid`) invalid client credentials. */
+export const validationRefusal = z.union([tokenRefusal, errorBody]);
+
 export const issuedToken = z.object({
   token: z.string().describe('The signed JWT (HS256), single use, short-lived'),
   redirect_url: z.string().describe("The client's callback URL with the token as query parameter `token`"),

@@ -1,12 +1,9 @@
-import { Router, type RequestHandler } from 'express';
-import { authenticateClient, authenticatedClient, requireAllowedIp } from '../clients/guards.ts';
-import type { AuthService } from '../auth/service.ts';
-import type { ClientService } from '../clients/service.ts';
+import type { RequestHandler } from 'express';
 import { clientIp, normalizeIp } from '../http/client-ip.ts';
-import { noStore } from '../http/no-store.ts';
-import { input, validateBody } from '../http/validate.ts';
+import { badClient, err, invalid, limited } from '../openapi/operation.ts';
+import * as R from '../openapi/responses.ts';
+import { type DocResponse, route } from '../routes/declare.ts';
 import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from './schemas.ts';
-import type { SsoService } from './service.ts';
 
 /** Marks the legacy route as superseded by /api/sso/validate. */
 const legacyHeaders: RequestHandler = (_req, res, next) => {
@@ -15,47 +12,90 @@ const legacyHeaders: RequestHandler = (_req, res, next) => {
   next();
 };
 
-/**
- * Server-to-server SSO endpoints. `validationLimit` is the per-client rate limit of token
- * validation; it runs after client authentication so it is keyed by a proven client.
- */
-export function ssoRoutes(deps: { sso: SsoService; clients: ClientService; auth: AuthService; validationLimit: RequestHandler }): Router {
-  const { sso, clients, auth, validationLimit } = deps;
-  const client = authenticateClient(clients);
-  const r = Router();
+const jwt = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VyX2lkIjoiNyJ9.c2lnbmF0dXJl';
+const creds = { client_id: 'shop', client_secret: 'kq3vZl0b5H3o0f7J9yVwz2mQn8xR1tUe4sAa6dCc' };
+const ipNotAllowed = err('Caller IP not on the allow list', { error: 'ip_not_allowed', message: 'This address may not call this endpoint' });
 
-  const issue: RequestHandler = async (req, res) => {
-    const body = input(res, issueTokenSchema);
-    const result = await sso.issueByUsername(authenticatedClient(res), body.username, {
-      ipAddress: clientIp(req),
-      userAgent: req.get('user-agent') ?? null,
-      tokenIp: body.ip_address && normalizeIp(body.ip_address),
-    });
-    res.json({ token: result.token, redirect_url: result.redirect_url });
+const validateResponses = (legacy: boolean): Record<number, DocResponse> => {
+  const responses: Record<number, DocResponse> = {
+  200: { description: 'The token is valid (and now used)', schema: R.validatedToken, example: { valid: true, user: { id: 7, username: 'alice', email: 'alice@example.com' }, expires_at: '2026-01-31 12:01:00' } },
+  400: invalid,
+  401: {
+    description: 'A refused token (`valid: false` with the reason), or invalid client credentials (`invalid_client`, an error body without `valid`)',
+    schema: R.validationRefusal,
+    example: { valid: false, error: 'token_already_used', message: 'The token has already been used' },
+  },
+  429: limited,
   };
+  if (legacy) responses[403] = ipNotAllowed;
+  return responses;
+};
 
-  const validate: RequestHandler = async (req, res) => {
-    const body = input(res, validateTokenSchema);
-    res.json(await sso.validate(authenticatedClient(res), body.token, {
+/**
+ * A client system validates (and so uses up) a token. The legacy route also checks the
+ * caller's allow list and says it is superseded.
+ */
+const validateRoute = (legacy: boolean) => route({
+  method: 'post', path: legacy ? '/api/validate-token' : '/api/sso/validate', tag: 'SSO',
+  access: legacy ? 'client+ip' : 'client', limit: 'validation',
+  before: legacy ? () => [legacyHeaders] : undefined,
+  summary: legacy ? 'Validate a token (legacy; IP allow list)' : 'Validate and consume an SSO token',
+  description: legacy
+    ? 'Same body and answers as POST /api/sso/validate; answers carry `Deprecation: true` and `Link: </api/sso/validate>; rel="successor-version"`.'
+    : 'A token is valid once, for the client it was issued to. With `ip_address`, it must equal the address the token is bound to.',
+  body: validateTokenSchema,
+  example: { ...creds, token: jwt, ip_address: '203.0.113.9' },
+  responses: validateResponses(legacy),
+  handle: ({ sso }) => async ({ req, res, body, client }) => {
+    res.json(await sso.validate(client, body.token, {
       ipAddress: clientIp(req),
       userAgent: req.get('user-agent') ?? null,
       expectedIp: body.ip_address && normalizeIp(body.ip_address),
     }));
-  };
+  },
+});
 
-  /** A client system ends a user's sign-in there: that user's unused tokens for this client die. */
-  const logout: RequestHandler = async (req, res) => {
-    const body = input(res, logoutTokenSchema);
-    const caller = authenticatedClient(res);
-    const { invalidatedTokens } = await auth.logoutByClientToken(caller.client_id, body.token, {
-      ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null,
-    });
-    res.json({ success: true, invalidated_tokens: invalidatedTokens });
-  };
-
-  r.post('/api/sso/token', noStore, validateBody(issueTokenSchema), client, requireAllowedIp, issue);
-  r.post('/api/sso/validate', noStore, validateBody(validateTokenSchema), client, validationLimit, validate);
-  r.post('/api/validate-token', noStore, legacyHeaders, validateBody(validateTokenSchema), client, requireAllowedIp, validationLimit, validate);
-  r.post('/api/sso/logout', noStore, validateBody(logoutTokenSchema), client, logout);
-  return r;
-}
+/** Server-to-server SSO endpoints: issue, validate (and its legacy route), client sign-out. */
+export const SSO_ROUTES = [
+  route({
+    method: 'post', path: '/api/sso/token', tag: 'SSO', access: 'client+ip', limit: 'tokenIssue',
+    summary: 'Issue an SSO token for a user (server to server)',
+    description: '`ip_address` is the end user\'s address as the client saw it; the token is bound to it (default: the caller\'s address). Emits user.login.',
+    body: issueTokenSchema,
+    example: { ...creds, username: 'alice', ip_address: '203.0.113.9' },
+    responses: {
+      200: { description: 'Token issued', schema: R.issuedToken, example: { token: jwt, redirect_url: `https://shop.example/sso/callback?token=${jwt}` } },
+      400: invalid,
+      401: badClient,
+      403: ipNotAllowed,
+      404: err('User not found or inactive', { error: 'user_not_found', message: 'User not found or inactive' }),
+      409: err('The client system\'s registered callback URL is not usable', { error: 'client_misconfigured', message: 'The callback URL registered for this client system is not usable; an administrator must correct it' }),
+      429: limited,
+    },
+    handle: ({ sso }) => async ({ req, res, body, client }) => {
+      const result = await sso.issueByUsername(client, body.username, {
+        ipAddress: clientIp(req),
+        userAgent: req.get('user-agent') ?? null,
+        tokenIp: body.ip_address && normalizeIp(body.ip_address),
+      });
+      res.json({ token: result.token, redirect_url: result.redirect_url });
+    },
+  }),
+  validateRoute(false),
+  validateRoute(true),
+  route({
+    method: 'post', path: '/api/sso/logout', tag: 'SSO', access: 'client', limit: 'none',
+    summary: 'Sign a user out from a client system',
+    description: 'Give any token this client received for the user (used or expired is fine). Ends the user\'s sessions, invalidates their unused tokens for this client, emits user.logout.',
+    body: logoutTokenSchema,
+    example: { ...creds, token: jwt },
+    responses: { 200: { description: 'Signed out', schema: R.clientLogout, example: { success: true, invalidated_tokens: 1 } }, 400: invalid, 401: badClient },
+    /** A client system ends a user's sign-in there: that user's unused tokens for this client die. */
+    handle: ({ auth }) => async ({ req, res, body, client }) => {
+      const { invalidatedTokens } = await auth.logoutByClientToken(client.client_id, body.token, {
+        ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null,
+      });
+      res.json({ success: true, invalidated_tokens: invalidatedTokens });
+    },
+  }),
+];

@@ -44,6 +44,7 @@ export const TEST_ENV: Record<string, string> = {
   SESSION_SECRET: 'session-secret-session-secret-session-0123456789',
   RATE_LIMIT_LOGIN_PER_MIN: '100000',
   RATE_LIMIT_VALIDATE_PER_MIN: '100000',
+  RATE_LIMIT_TOKEN_PER_MIN: '100000',
   RATE_LIMIT_USER_PER_MIN: '100000',
   WEBHOOK_ALLOW_PRIVATE: 'true',
   LOG_LEVEL: 'silent',

@@ -2,9 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Express } from 'express';
 import { buildOpenApiDocument, inputSchema, openApiPath } from '../../src/openapi/document.ts';
 import { OPERATIONS } from '../../src/openapi/operations.ts';
+import { ROUTES } from '../../src/routes/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { request } from '../helpers/http.ts';
+
+const declaredKeys = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
+const ALL = [...ROUTES, ...OPERATIONS.filter((o) => !declaredKeys.has(`${o.method} ${o.path}`))];
 
 /** `method path` of every route mounted on the app, walking nested routers. */
 function mountedRoutes(app: Express): string[] {
@@ -35,7 +39,7 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
   it('documents every route the app mounts, and only those', async () => {
     const mounted = mountedRoutes(express);
     expect(mounted.length > 20, `found the routes: ${mounted.join(', ')}`).toBeTruthy();
-    const documented = OPERATIONS.map((o) => `${o.method} ${o.path}`);
+    const documented = ALL.map((o) => `${o.method} ${o.path}`);
     expect(mounted.filter((r) => !documented.includes(r)), 'mounted but missing from src/openapi/operations.ts').toStrictEqual([]);
     expect(documented.filter((r) => !mounted.includes(r)), 'documented but not mounted').toStrictEqual([]);
     expect(new Set(documented).size, 'no operation twice').toBe(documented.length);
@@ -50,9 +54,9 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
 
   it('serves the document built from the request schemas', async () => {
     const served = (await app.http.get('/api/openapi.json')).body;
-    expect(served).toStrictEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
+    expect(served).toStrictEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(ROUTES))));
     const token = served.paths['/api/sso/token'].post.requestBody.content['application/json'].schema;
-    expect(token).toStrictEqual(inputSchema(OPERATIONS.find((o) => o.path === '/api/sso/token')!.body!));
+    expect(token).toStrictEqual(inputSchema(ALL.find((o) => o.path === '/api/sso/token')!.body!));
     expect(token.required).toStrictEqual(['client_id', 'client_secret', 'username']);
     expect(served.paths['/api/webhooks/{id}'].delete.parameters[0].name).toBe('id');
     expect(JSON.stringify(served).includes('$defs'), 'named schemas live in components').toBe(false);
@@ -60,7 +64,7 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
 
   it('has examples that validate against their schemas', () => {
     let checked = 0;
-    for (const op of OPERATIONS) {
+    for (const op of ALL) {
       if (op.body) {
         expect(op.example, `${op.method} ${op.path} has a body example`).not.toBe(undefined);
         const parsed = op.body.safeParse(op.example);
@@ -85,7 +89,7 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
       (await app.http.post('/api/login', { username: u.username, password: u.password })).body.token as string;
     const auth = { user: await bearer(member), admin: await bearer(admin) } as Record<string, string>;
     let checked = 0;
-    for (const op of OPERATIONS.filter((o) => o.body && o.bodyType !== 'form' && o.path.startsWith('/api/'))) {
+    for (const op of ALL.filter((o) => o.body && o.bodyType !== 'form' && o.path.startsWith('/api/'))) {
       const headers: Record<string, string> = auth[op.access] ? { authorization: `Bearer ${auth[op.access]}` } : {};
       const url = `${await app.listen()}${op.path.replace(/:\w+/g, '999999')}`;
       const ok = await request(url, { method: op.method.toUpperCase(), body: op.example, headers });
@@ -102,7 +106,7 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
     const r = await app.http.get('/docs');
     expect(r.status).toBe(200);
     expect(r.headers['content-type'] as string).toMatch(/^text\/html/);
-    for (const op of OPERATIONS) expect(r.text.includes(`<code>${openApiPath(op.path)}</code>`), `${op.path} on the page`).toBeTruthy();
+    for (const op of ALL) expect(r.text.includes(`<code>${openApiPath(op.path)}</code>`), `${op.path} on the page`).toBeTruthy();
     expect(r.text).toMatch(/<table class="docs__table">/);
     expect(/(src|href)="(https?:)?\/\//.test(r.text), 'nothing loaded from another origin').toBe(false);
     expect((await app.http.get('/assets/css/docs.css')).status).toBe(200);

@@ -1,0 +1,17 @@
+import { HEALTH_ROUTES } from '../health/routes.ts';
+import { METRICS_ROUTES } from '../metrics/http.ts';
+import { OPENAPI_ROUTES } from '../openapi/routes.ts';
+import { SSO_ROUTES } from '../sso/routes.ts';
+import type { AnyRoute } from './declare.ts';
+
+/**
+ * Every endpoint of the service, each declared once in its capability's routes module. The
+ * app mounts exactly these (src/routes/mount.ts) and the API reference documents exactly
+ * these (src/openapi/document.ts).
+ */
+export const ROUTES: readonly AnyRoute[] = [
+  ...HEALTH_ROUTES,
+  ...METRICS_ROUTES,
+  ...OPENAPI_ROUTES,
+  ...SSO_ROUTES,
+];

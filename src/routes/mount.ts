@@ -1,0 +1,88 @@
+import { Router, type RequestHandler } from 'express';
+import { requireAdminPage, adminFormBody } from '../admin/panel-common.ts';
+import { authenticateClient, requireAllowedIp } from '../clients/guards.ts';
+import { requireAdmin, requireUser } from '../http/auth-guards.ts';
+import { AppError } from '../http/errors.ts';
+import { noStore } from '../http/no-store.ts';
+import { formBody } from '../http/text-guard.ts';
+import { validateBody, validateQuery } from '../http/validate.ts';
+import { requireCsrf } from '../pages/csrf.ts';
+import { requirePageUser } from '../pages/dashboard.ts';
+import type { AnyRoute, RouteServices } from './declare.ts';
+
+const pageForm = formBody({ parameterLimit: 20 });
+
+const GUARDS: Partial<Record<AnyRoute['access'], RequestHandler>> = {
+  user: requireUser,
+  admin: requireAdmin,
+  'page-user': requirePageUser,
+  'page-admin': requireAdminPage,
+};
+
+/** A path parameter the route's schema refuses: 400 invalid_id, before the body is looked at. */
+function checkParams(schema: NonNullable<AnyRoute['params']>): RequestHandler {
+  return (req, res, next) => {
+    const parsed = schema.safeParse(req.params);
+    if (!parsed.success) throw new AppError(400, 'invalid_id', 'The id must be a positive integer');
+    res.locals.params = parsed.data;
+    next();
+  };
+}
+
+/** Whether a route is served before sessions are loaded. */
+export function isSessionless(route: AnyRoute): boolean {
+  return route.sessionless ?? (route.access === 'client' || route.access === 'client+ip');
+}
+
+/**
+ * The middleware chain a declaration stands for, in one fixed order:
+ * no-store; the form parser; the route's own steps; then for client routes the body (it holds
+ * the credentials), the client, its allow list and the limit (keyed by the proven client);
+ * for the others the limit, the caller, the CSRF token, the path, the body and the query;
+ * the handler; the route's error page.
+ */
+export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyRoute[]): Array<RequestHandler | ReturnType<NonNullable<AnyRoute['onError']>>> {
+  const chain: Array<RequestHandler | ReturnType<NonNullable<AnyRoute['onError']>>> = [];
+  if (!route.cacheable) chain.push(noStore);
+  if (route.bodyType === 'form') chain.push(...(route.access === 'page-admin' ? adminFormBody : pageForm));
+  chain.push(...(route.before?.(s) ?? []));
+  const limit = route.limit === 'none' ? [] : [s.limiters[route.limit]];
+  if (route.access === 'client' || route.access === 'client+ip') {
+    if (!route.body) throw new Error(`${route.method} ${route.path}: client credentials travel in the body; declare one`);
+    chain.push(validateBody(route.body), authenticateClient(s.clients));
+    if (route.access === 'client+ip') chain.push(requireAllowedIp);
+    chain.push(...limit);
+  } else {
+    chain.push(...limit);
+    const guard = GUARDS[route.access];
+    if (guard) chain.push(guard);
+    if (route.bodyType === 'form' && route.method === 'post') chain.push(requireCsrf);
+    if (route.params) chain.push(checkParams(route.params));
+    if (route.body) chain.push(validateBody(route.body));
+  }
+  if (route.query) chain.push(validateQuery(route.query));
+  const handler = route.handle(s, routes);
+  const run: RequestHandler = (req, res, next) =>
+    handler({
+      req, res, next,
+      body: res.locals.input, query: res.locals.query, params: res.locals.params ?? req.params,
+      client: res.locals.client, user: res.locals.user,
+    }) as Promise<void>;
+  chain.push(run);
+  if (route.onError) chain.push(route.onError(s));
+  return chain;
+}
+
+/**
+ * The two routers the app mounts, generated from the declarations: the sessionless ones
+ * (before the session middleware) and the rest.
+ */
+export function mountRoutes(routes: readonly AnyRoute[], s: RouteServices): { sessionless: Router; withSession: Router } {
+  const sessionless = Router();
+  const withSession = Router();
+  for (const route of routes) {
+    if (route.when && !route.when(s)) continue;
+    (isSessionless(route) ? sessionless : withSession)[route.method](route.path, ...chainOf(route, s, routes));
+  }
+  return { sessionless, withSession };
+}
