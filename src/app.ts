@@ -1,8 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
-import { adminApiRoutes } from './admin/api-routes.ts';
 import { adminPanelRoutes } from './admin/panel-routes.ts';
-import { authRoutes } from './auth/routes.ts';
 import type { RouteServices } from './routes/declare.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
@@ -10,7 +8,6 @@ import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
-import { adminLinkRoutes, clientLinkRoutes } from './links/routes.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ROUTES } from './routes/index.ts';
@@ -18,8 +15,6 @@ import { mountRoutes } from './routes/mount.ts';
 import { accountPageRoutes } from './pages/account-routes.ts';
 import { pageRoutes } from './pages/routes.ts';
 import { securityHeaders } from './pages/security.ts';
-import { userRoutes } from './users/routes.ts';
-import { webhookRoutes } from './webhooks/routes.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 export const PUBLIC_DIR = fileURLToPath(new URL('../public/', import.meta.url));
@@ -52,12 +47,7 @@ export function createApp(deps: AppDeps): Express {
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
   // validation) never load a session or look for a signed-in user.
   const declared = mountRoutes(ROUTES, deps);
-  for (const router of [
-    declared.sessionless,
-    clientLinkRoutes({ links: deps.links, clients: deps.clients }),
-  ]) {
-    app.use(router);
-  }
+  app.use(declared.sessionless);
 
   app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
   app.use(saveSessionBeforeRedirect); // a redirect leaves only once what this request stored is saved
@@ -65,11 +55,6 @@ export function createApp(deps: AppDeps): Express {
 
   for (const router of [
     declared.withSession,
-    authRoutes({ auth: deps.auth, passwords: deps.passwords, loginLimit: deps.limiters.login }),
-    userRoutes({ auth: deps.auth, passwords: deps.passwords, sessions: deps.sessions, userLimit: deps.limiters.user, loginLimit: deps.limiters.login }),
-    webhookRoutes({ webhooks: deps.webhooks, userLimit: deps.limiters.user }),
-    adminApiRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, userLimit: deps.limiters.user }),
-    adminLinkRoutes({ links: deps.links, userLimit: deps.limiters.user }),
     adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, links: deps.links, userLimit: deps.limiters.user }),
     pageRoutes({
       db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login, userLimit: deps.limiters.user, lockMinutes: config.LOCKOUT_MINUTES,

@@ -1,115 +1,194 @@
-import { type RequestHandler, Router } from 'express';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
 import { streamAudit, toPublicAudit } from '../audit/export.ts';
 import { auditPage } from '../audit/queries.ts';
 import { writeAudit } from '../audit/writer.ts';
-import { type ClientService, toPublicClient } from '../clients/service.ts';
-import type { Db } from '../db/db.ts';
-import { requireAdmin } from '../http/auth-guards.ts';
+import { toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
-import { noStore } from '../http/no-store.ts';
-import { input, queryInput, validateBody, validateQuery } from '../http/validate.ts';
-import { actorOf, clientIdParam, idParam } from './actor.ts';
+import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
+import * as R from '../openapi/responses.ts';
+import { route } from '../routes/declare.ts';
+import { actorOf, clientIdParam } from './actor.ts';
 import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
-import type { UserAdmin } from './users.ts';
 
 const isoOrNull = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
 
+const guarded = { 401: unauthenticated, 403: forbidden, 429: limited };
+const badId = err('Malformed user id', { error: 'invalid_id', message: 'The id must be a positive integer' });
+const noClient = err('No such client', { error: 'client_not_found', message: 'No client shop' });
+const noUser = err('No such user', { error: 'user_not_found', message: 'No user 7' });
+const badAllowList = err('Invalid body (`validation_error` with `details`), or allow-list entries that are not addresses or ranges (`invalid_allowed_ips` with `invalid`), or an allow-everything range not confirmed (`allow_everything_unconfirmed` with `entries`), or a callback or logo URL refused (`invalid_callback_url`, `invalid_logo_url`)',
+  { error: 'validation_error', message: 'The request body is invalid', details: [{ path: 'callback_url', message: 'Invalid URL' }] });
+const client = {
+  client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
+  allowed_ips: ['203.0.113.0/24'], logo_url: '/assets/logos/shop.svg', active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
+  previous_secret_expires_at: null,
+};
+const adminUser = {
+  id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example', active: true,
+  locked_until: null, totp_enabled: false, must_change_password: false, created_at: '2026-01-31T12:00:00.000Z',
+};
+/** `:id` of a user: a positive integer; anything else is 400 invalid_id before the body is looked at. */
+const userId = z.object({ id: z.string().regex(/^\d{1,9}$/).transform(Number) });
+const api = (req: Request, res: Response) => actorOf(req, res, 'admin_api');
+const admin = { tag: 'Administration', access: 'admin', limit: 'user' } as const;
+
 /**
- * The admin JSON API (DESIGN.md "Admin API"): client systems, users and the audit log, for
+ * The admin JSON API (README "Administration"): client systems, users and the audit log, for
  * role admin by session or bearer access token, under the per-user limit of user management.
  */
-export function adminApiRoutes(deps: { db: Db; clients: ClientService; userAdmin: UserAdmin; userLimit: RequestHandler }): Router {
-  const { db, clients, userAdmin, userLimit } = deps;
-  const r = Router();
-  const api = (req: Parameters<RequestHandler>[0], res: Parameters<RequestHandler>[1]) => actorOf(req, res, 'admin_api');
-
-  const clientOr404 = async (clientId: string) => {
-    const client = await clients.findClient(clientId);
-    if (!client) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-    return client;
-  };
-
-  const listClients: RequestHandler = async (_req, res) => {
-    res.json((await clients.listClients()).map(toPublicClient));
-  };
-  const createClient: RequestHandler = async (req, res) => {
-    const body = input(res, createClientSchema);
-    const { client, secret } = await clients.createClient({
-      name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
-    }, api(req, res));
-    res.status(201).json({ ...toPublicClient(client), client_secret: secret });
-  };
-  const showClient: RequestHandler = async (req, res) => {
-    res.json(toPublicClient(await clientOr404(clientIdParam(req))));
-  };
-  const updateClient: RequestHandler = async (req, res) => {
-    const body = input(res, updateClientSchema);
-    const client = await clients.updateClient(clientIdParam(req), {
-      clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
-    }, api(req, res));
-    res.json(toPublicClient(client));
-  };
-  const rotateSecret: RequestHandler = async (req, res) => {
-    const { grace_seconds: graceSeconds } = input(res, rotateSecretSchema);
-    const { client, secret } = await clients.rotateSecret(clientIdParam(req), api(req, res), { graceSeconds });
-    res.json({ client_id: client.client_id, client_secret: secret, previous_secret_expires_at: isoOrNull(client.previous_secret_expires_at) });
-  };
-
-  const listUsers: RequestHandler = async (_req, res) => {
-    const q = queryInput(res, searchUsersQuery);
-    res.json(await userAdmin.search(q.q, q.limit));
-  };
-  const createUser: RequestHandler = async (req, res) => {
-    res.status(201).json(await userAdmin.create(input(res, createUserSchema), api(req, res)));
-  };
-  const showUser: RequestHandler = async (req, res) => {
-    const id = idParam(req);
-    const user = await userAdmin.get(id);
-    res.json({ ...user, linked_clients: await userAdmin.links(id) });
-  };
-  const updateUser: RequestHandler = async (req, res) => {
-    res.json(await userAdmin.update(idParam(req), input(res, updateUserSchema), api(req, res)));
-  };
-  const unlockUser: RequestHandler = async (req, res) => {
-    res.json(await userAdmin.unlock(idParam(req), api(req, res)));
-  };
-  const resetTwoFactor: RequestHandler = async (req, res) => {
-    res.json(await userAdmin.resetTwoFactor(idParam(req), api(req, res)));
-  };
-
-  /** A page of JSON (newest first, `next_cursor` for the next), or the whole filtered log streamed as CSV or NDJSON. */
-  const audit: RequestHandler = async (req, res) => {
-    const q = queryInput(res, auditQuery);
-    const filter = auditFilterOf(q);
-    if (q.format === 'json') {
-      const page = await auditPage(db, filter, q.limit, q.cursor ? BigInt(q.cursor) : undefined);
-      res.json({ entries: page.rows.map(toPublicAudit), next_cursor: page.nextCursor });
-      return;
-    }
-    const actor = api(req, res);
-    await writeAudit(db, {
-      action: 'audit.export', outcome: 'success', userId: actor.userId, username: actor.username, ipAddress: actor.ipAddress, userAgent: actor.userAgent,
-      details: { via: actor.via, actor: actor.username, format: q.format, filter: { ...filter } },
-    });
-    const stamp = new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
-    res.status(200);
-    res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
-    res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
-    await streamAudit(db, filter, q.format, res);
-    res.end();
-  };
-
-  r.get('/api/admin/clients', noStore, userLimit, requireAdmin, listClients);
-  r.post('/api/admin/clients', noStore, userLimit, requireAdmin, validateBody(createClientSchema), createClient);
-  r.get('/api/admin/clients/:client_id', noStore, userLimit, requireAdmin, showClient);
-  r.patch('/api/admin/clients/:client_id', noStore, userLimit, requireAdmin, validateBody(updateClientSchema), updateClient);
-  r.post('/api/admin/clients/:client_id/rotate-secret', noStore, userLimit, requireAdmin, validateBody(rotateSecretSchema), rotateSecret);
-  r.get('/api/admin/users', noStore, userLimit, requireAdmin, validateQuery(searchUsersQuery), listUsers);
-  r.post('/api/admin/users', noStore, userLimit, requireAdmin, validateBody(createUserSchema), createUser);
-  r.get('/api/admin/users/:id', noStore, userLimit, requireAdmin, showUser);
-  r.patch('/api/admin/users/:id', noStore, userLimit, requireAdmin, validateBody(updateUserSchema), updateUser);
-  r.post('/api/admin/users/:id/unlock', noStore, userLimit, requireAdmin, unlockUser);
-  r.post('/api/admin/users/:id/reset-2fa', noStore, userLimit, requireAdmin, resetTwoFactor);
-  r.get('/api/admin/audit', noStore, userLimit, requireAdmin, validateQuery(auditQuery), audit);
-  return r;
-}
+export const ADMIN_API_ROUTES = [
+  route({
+    ...admin, method: 'get', path: '/api/admin/clients', summary: 'List client systems (secrets masked)',
+    responses: { 200: { description: 'All clients', schema: R.publicClient.array(), example: [client] }, ...guarded },
+    handle: ({ clients }) => async ({ res }) => {
+      res.json((await clients.listClients()).map(toPublicClient));
+    },
+  }),
+  route({
+    ...admin, method: 'post', path: '/api/admin/clients', summary: 'Register a client system; the secret is in this answer only',
+    description: 'Emits client.registered. `allow_everything` confirms an allow-everything range such as `0.0.0.0/0`.',
+    body: createClientSchema,
+    example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: ['203.0.113.0/24'] },
+    responses: {
+      201: { description: 'Registered', schema: R.createdClient, example: { ...client, client_secret: 'kq3vZl0b5H3o0f7J9yVwz2mQn8xR1tUe4sAa6dCc' } },
+      400: badAllowList, 409: err('client_id taken', { error: 'client_exists', message: 'Client shop already exists' }), ...guarded,
+    },
+    handle: ({ clients }) => async ({ req, res, body }) => {
+      const { client: created, secret } = await clients.createClient({
+        name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
+      }, api(req, res));
+      res.status(201).json({ ...toPublicClient(created), client_secret: secret });
+    },
+  }),
+  route({
+    ...admin, method: 'get', path: '/api/admin/clients/:client_id', summary: 'One client system',
+    responses: { 200: { description: 'The client', schema: R.publicClient, example: client }, 404: noClient, ...guarded },
+    handle: ({ clients }) => async ({ req, res }) => {
+      const clientId = clientIdParam(req);
+      const found = await clients.findClient(clientId);
+      if (!found) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+      res.json(toPublicClient(found));
+    },
+  }),
+  route({
+    ...admin, method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, allowed IPs, logo, active)',
+    description: '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it.',
+    body: updateClientSchema,
+    example: { allowed_ips: ['203.0.113.0/24', '2001:db8::/32'], active: true },
+    responses: { 200: { description: 'The changed client', schema: R.publicClient, example: client }, 400: badAllowList, 404: noClient, ...guarded },
+    handle: ({ clients }) => async ({ req, res, body }) => {
+      const changed = await clients.updateClient(clientIdParam(req), {
+        clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
+      }, api(req, res));
+      res.json(toPublicClient(changed));
+    },
+  }),
+  route({
+    ...admin, method: 'post', path: '/api/admin/clients/:client_id/rotate-secret', summary: 'Regenerate the client secret, optionally keeping the old one valid for a grace period',
+    description: 'The body may be empty. `grace_seconds` (0 to 2592000, default 0) keeps the replaced secret working that long, so the client system can be reconfigured without an outage; with 0 the old secret fails at once. Only one previous secret is kept: a rotation with a grace while an earlier grace runs is refused with 409 `rotation_in_progress`; one without a grace ends it. Audited with the grace.',
+    body: rotateSecretSchema,
+    bodyOptional: true,
+    example: { grace_seconds: 3600 },
+    responses: {
+      200: { description: 'The new secret, shown this once', schema: R.rotatedSecret, example: { client_id: 'shop', client_secret: 'pN4x0c2s9W1yQe6rT3uV8zA5bD7fG1hJ2kL4mN6oP8q', previous_secret_expires_at: '2026-01-31T13:00:00.000Z' } },
+      400: invalid, 404: noClient, 409: err('A grace is still running (rotation_in_progress)', { error: 'rotation_in_progress', message: 'The previous secret is still valid; rotate without a grace to end it' }), ...guarded,
+    },
+    handle: ({ clients }) => async ({ req, res, body }) => {
+      const { client: rotated, secret } = await clients.rotateSecret(clientIdParam(req), api(req, res), { graceSeconds: body.grace_seconds });
+      res.json({ client_id: rotated.client_id, client_secret: secret, previous_secret_expires_at: isoOrNull(rotated.previous_secret_expires_at) });
+    },
+  }),
+  route({
+    ...admin, method: 'get', path: '/api/admin/users', summary: 'Search users by username, email or full name',
+    query: searchUsersQuery,
+    responses: { 200: { description: 'Matching users', schema: R.adminUser.array(), example: [adminUser] }, 400: invalid, ...guarded },
+    handle: ({ userAdmin }) => async ({ res, query }) => {
+      res.json(await userAdmin.search(query.q, query.limit));
+    },
+  }),
+  route({
+    ...admin, method: 'post', path: '/api/admin/users', summary: 'Create a user',
+    body: createUserSchema,
+    example: { username: 'bob', email: 'bob@example.com', password: 'a long enough passphrase', role: 'user', full_name: 'Bob Example' },
+    responses: {
+      201: { description: 'Created', schema: R.adminUser, example: { ...adminUser, id: 8, username: 'bob', email: 'bob@example.com', full_name: 'Bob Example' } },
+      400: err('Invalid body, or a password the policy refuses (`invalid_password`)'), 409: err('Username or email taken'), ...guarded,
+    },
+    handle: ({ userAdmin }) => async ({ req, res, body }) => {
+      res.status(201).json(await userAdmin.create(body, api(req, res)));
+    },
+  }),
+  route({
+    ...admin, method: 'get', path: '/api/admin/users/:id', params: userId, summary: 'One user, with the client systems linked on the dashboard',
+    responses: { 200: { description: 'The user', schema: R.adminUserDetail, example: { ...adminUser, linked_clients: [] } }, 400: badId, 404: noUser, ...guarded },
+    handle: ({ userAdmin }) => async ({ res, params }) => {
+      const user = await userAdmin.get(params.id);
+      res.json({ ...user, linked_clients: await userAdmin.links(params.id) });
+    },
+  }),
+  route({
+    ...admin, method: 'patch', path: '/api/admin/users/:id', params: userId, summary: 'Change a user (email, full name, role, active, password, must-change)',
+    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged.',
+    body: updateUserSchema,
+    example: { password: 'temporary but long 2931', must_change_password: true },
+    responses: {
+      200: { description: 'The changed user', schema: R.adminUser, example: { ...adminUser, must_change_password: true } },
+      400: err('Invalid body (`validation_error`), a password the policy refuses (`invalid_password`), or a malformed id (`invalid_id`)'),
+      404: noUser,
+      409: err('An administrator cannot take their own admin role or deactivate themselves (`cannot_demote_self`), or the email is taken', { error: 'cannot_demote_self', message: 'You cannot remove your own administrator role or deactivate yourself' }),
+      ...guarded,
+    },
+    handle: ({ userAdmin }) => async ({ req, res, params, body }) => {
+      res.json(await userAdmin.update(params.id, body, api(req, res)));
+    },
+  }),
+  route({
+    ...admin, method: 'post', path: '/api/admin/users/:id/unlock', params: userId, summary: 'End a lockout now',
+    responses: { 200: { description: 'The user', schema: R.adminUser, example: adminUser }, 400: badId, 404: noUser, ...guarded },
+    handle: ({ userAdmin }) => async ({ req, res, params }) => {
+      res.json(await userAdmin.unlock(params.id, api(req, res)));
+    },
+  }),
+  route({
+    ...admin, method: 'post', path: '/api/admin/users/:id/reset-2fa', params: userId, summary: 'Turn a user\'s two-factor authentication off',
+    responses: { 200: { description: 'The user', schema: R.adminUser, example: adminUser }, 400: badId, 404: noUser, ...guarded },
+    handle: ({ userAdmin }) => async ({ req, res, params }) => {
+      res.json(await userAdmin.resetTwoFactor(params.id, api(req, res)));
+    },
+  }),
+  route({
+    ...admin, method: 'get', path: '/api/admin/audit', summary: 'The audit log: a page of JSON, or the filtered log streamed as CSV or NDJSON',
+    description: 'Filters: `user` (id or username), `client_id`, `action`, `outcome`, `ip`, `from`/`to` (ISO date or date-time, `to` exclusive). `format=json` pages with `limit` and `cursor` (the previous `next_cursor`); `csv` and `ndjson` stream everything that matches as a download.',
+    query: auditQuery,
+    responses: {
+      200: {
+        description: 'Newest first: JSON by default; with `format=csv` or `format=ndjson` a download (`Content-Disposition: attachment`)',
+        schema: R.auditPage,
+        example: { entries: [{ id: 42, at: '2026-01-31T12:00:00.000Z', action: 'token.issue', outcome: 'success', user_id: 7, username: 'alice', client_id: 'shop', ip_address: '203.0.113.9', user_agent: 'curl/8', details: { jti: '9b1f…' } }], next_cursor: null },
+        alternatives: [{ mediaType: 'text/csv' }, { mediaType: 'application/x-ndjson' }],
+      },
+      400: invalid, ...guarded,
+    },
+    /** A page of JSON (newest first, `next_cursor` for the next), or the whole filtered log streamed as CSV or NDJSON. */
+    handle: ({ deps: { db } }) => async ({ req, res, query: q }) => {
+      const filter = auditFilterOf(q);
+      if (q.format === 'json') {
+        const page = await auditPage(db, filter, q.limit, q.cursor ? BigInt(q.cursor) : undefined);
+        res.json({ entries: page.rows.map(toPublicAudit), next_cursor: page.nextCursor });
+        return;
+      }
+      const actor = api(req, res);
+      await writeAudit(db, {
+        action: 'audit.export', outcome: 'success', userId: actor.userId, username: actor.username, ipAddress: actor.ipAddress, userAgent: actor.userAgent,
+        details: { via: actor.via, actor: actor.username, format: q.format, filter: { ...filter } },
+      });
+      const stamp = new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
+      res.status(200);
+      res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+      res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
+      await streamAudit(db, filter, q.format, res);
+      res.end();
+    },
+  }),
+];

@@ -1,7 +1,12 @@
+import { ADMIN_API_ROUTES } from '../admin/api-routes.ts';
+import { AUTH_ROUTES } from '../auth/routes.ts';
 import { HEALTH_ROUTES } from '../health/routes.ts';
+import { LINK_ROUTES } from '../links/routes.ts';
 import { METRICS_ROUTES } from '../metrics/http.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { SSO_ROUTES } from '../sso/routes.ts';
+import { USER_ROUTES } from '../users/routes.ts';
+import { WEBHOOK_ROUTES } from '../webhooks/routes.ts';
 import type { AnyRoute } from './declare.ts';
 
 /**
@@ -14,4 +19,9 @@ export const ROUTES: readonly AnyRoute[] = [
   ...METRICS_ROUTES,
   ...OPENAPI_ROUTES,
   ...SSO_ROUTES,
+  ...LINK_ROUTES,
+  ...AUTH_ROUTES,
+  ...USER_ROUTES,
+  ...WEBHOOK_ROUTES,
+  ...ADMIN_API_ROUTES,
 ];

@@ -1,84 +1,131 @@
-import { Router, type RequestHandler } from 'express';
-import type { PasswordChanger, PasswordService } from '../auth/password-service.ts';
+import type { Request } from 'express';
+import { z } from 'zod';
+import type { PasswordChanger } from '../auth/password-service.ts';
 import { changePasswordSchema } from '../auth/schemas.ts';
-import { publicUser, type AuthService } from '../auth/service.ts';
+import { publicUser } from '../auth/service.ts';
 import { pendingPasswordChange } from '../auth/session.ts';
-import type { SessionService } from '../auth/sessions.ts';
 import { AppError } from '../http/errors.ts';
-import { currentUser, requireUser } from '../http/auth-guards.ts';
 import { clientIp } from '../http/client-ip.ts';
-import { noStore } from '../http/no-store.ts';
-import { input, validateBody } from '../http/validate.ts';
+import { err, invalid, limited, unauthenticated } from '../openapi/operation.ts';
+import * as R from '../openapi/responses.ts';
+import { route } from '../routes/declare.ts';
 import { twoFactorCodeSchema } from './schemas.ts';
 
+const user = { id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example' };
+const ctx = (req: Request) => ({ ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null });
+
+const userSession = z.object({
+  id: z.string().describe('A handle for the session (not its cookie)'),
+  current: z.boolean().describe('The session of this request'),
+  ip_address: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  device: z.string().describe('Browser and system read from the User-Agent'),
+  signed_in_at: z.string(),
+  last_seen_at: z.string().describe('Updated at most once a minute'),
+  expires_at: z.string(),
+}).meta({ id: 'UserSession' });
+const revoked = z.object({ success: z.literal(true), ended_sessions: z.number().int(), invalidated_tokens: z.number().int() });
+
 /**
- * The signed-in user's own resources (session or bearer access token). `userLimit` is the
- * per-user limit of user management; it runs before requireUser so anonymous callers are
+ * The signed-in user's own resources (session or bearer access token), under the per-user
+ * limit of user management; the limit runs before the user check, so anonymous callers are
  * limited (per IP) too.
  */
-export function userRoutes(deps: {
-  auth: AuthService; passwords: PasswordService; sessions: SessionService; userLimit: RequestHandler; loginLimit: RequestHandler;
-}): Router {
-  const { auth, passwords, sessions, userLimit, loginLimit } = deps;
-  const r = Router();
-  const ctx = (req: Parameters<RequestHandler>[0]) => ({ ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null });
-
-  const profile: RequestHandler = (_req, res) => {
-    res.json(publicUser(currentUser(res)));
-  };
-
-  const setup2fa: RequestHandler = async (req, res) => {
-    res.json(await auth.twoFactor.startSetup(currentUser(res), ctx(req)));
-  };
-
-  const enable2fa: RequestHandler = async (req, res) => {
-    const { code } = input(res, twoFactorCodeSchema);
-    res.json({ totp_enabled: true, ...(await auth.twoFactor.enable(currentUser(res), code, ctx(req))) });
-  };
-
-  const disable2fa: RequestHandler = async (req, res) => {
-    const { code } = input(res, twoFactorCodeSchema);
-    await auth.twoFactor.disable(currentUser(res), code, ctx(req));
-    res.json({ totp_enabled: false });
-  };
-
-  /**
-   * The signed-in user (session or bearer), a must-change sign-in's restricted session, or
-   * (no session) `login` with the current password: it proves who the caller is, which is
-   * why this endpoint is under the login limit and a wrong password counts as a failed login.
-   */
-  const changePassword: RequestHandler = async (req, res) => {
-    const body = input(res, changePasswordSchema);
-    const user = res.locals.user ? currentUser(res) : undefined;
-    const pending = user ? null : pendingPasswordChange(req);
-    let who: PasswordChanger;
-    if (user) who = { userId: user.id };
-    else if (pending) who = { userId: pending.userId };
-    else if (body.login) who = { login: body.login, totp: body.totp };
-    else throw new AppError(401, 'unauthenticated', 'Sign in first, or give your login with the current password');
-    const keepSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
-    await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
-    if (pending) delete req.session.passwordChange;
-    res.json({ success: true });
-  };
-
-  /** Every other session ends (a bearer caller: all of them), and access tokens issued so far stop working. */
-  const revokeAll: RequestHandler = async (req, res) => {
-    const keepSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
-    res.json({ success: true, ...(await sessions.endAll(currentUser(res), { ...ctx(req), via: 'api' }, keepSid)) });
-  };
-
-  const listSessions: RequestHandler = async (req, res) => {
-    const currentSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
-    res.json(await sessions.list(currentUser(res).id, currentSid));
-  };
-
-  r.get('/api/user', noStore, userLimit, requireUser, profile);
-  r.post('/api/user/2fa/setup', noStore, userLimit, requireUser, setup2fa);
-  r.post('/api/user/2fa/enable', noStore, userLimit, requireUser, validateBody(twoFactorCodeSchema), enable2fa);
-  r.post('/api/user/2fa/disable', noStore, userLimit, requireUser, validateBody(twoFactorCodeSchema), disable2fa);
-  r.post('/api/user/password', noStore, loginLimit, validateBody(changePasswordSchema), changePassword);
-  r.get('/api/user/sessions', noStore, userLimit, requireUser, listSessions);
-  r.post('/api/user/sessions/revoke-all', noStore, userLimit, requireUser, revokeAll);
-  return r;
-}
+export const USER_ROUTES = [
+  route({
+    method: 'get', path: '/api/user', tag: 'User', access: 'user', limit: 'user',
+    summary: 'The signed-in user\'s profile',
+    responses: { 200: { description: 'Profile', schema: R.publicUser, example: user }, 401: unauthenticated, 429: limited },
+    handle: () => ({ res, user: me }) => {
+      res.json(publicUser(me));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/user/2fa/setup', tag: 'User', access: 'user', limit: 'user',
+    summary: 'Start two-factor enrollment: a new TOTP secret',
+    responses: { 200: { description: 'Secret, otpauth URI and QR code', schema: R.totpSetup }, 401: unauthenticated, 409: err('Already enabled'), 429: limited },
+    handle: ({ auth }) => async ({ req, res, user: me }) => {
+      res.json(await auth.twoFactor.startSetup(me, ctx(req)));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/user/2fa/enable', tag: 'User', access: 'user', limit: 'user',
+    summary: 'Turn two-factor on with one valid code; returns recovery codes once',
+    body: twoFactorCodeSchema,
+    example: { code: '123456' },
+    responses: {
+      200: { description: 'Enabled; emits user.2fa_enabled', schema: R.totpEnabled },
+      400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
+      401: unauthenticated, 409: err('Already enabled, or no setup started'), 429: limited,
+    },
+    handle: ({ auth }) => async ({ req, res, body, user: me }) => {
+      res.json({ totp_enabled: true, ...(await auth.twoFactor.enable(me, body.code, ctx(req))) });
+    },
+  }),
+  route({
+    method: 'post', path: '/api/user/2fa/disable', tag: 'User', access: 'user', limit: 'user',
+    summary: 'Turn two-factor off with a TOTP or recovery code',
+    body: twoFactorCodeSchema,
+    example: { code: 'ABCD-EFGH-JKLM' },
+    responses: {
+      200: { description: 'Disabled', schema: R.totpDisabled, example: { totp_enabled: false } },
+      400: err('Invalid body or code (`invalid_totp`, `totp_reused`)', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
+      401: unauthenticated, 409: err('Two-factor is not enabled'), 429: limited,
+    },
+    handle: ({ auth }) => async ({ req, res, body, user: me }) => {
+      await auth.twoFactor.disable(me, body.code, ctx(req));
+      res.json({ totp_enabled: false });
+    },
+  }),
+  route({
+    method: 'post', path: '/api/user/password', tag: 'User', access: 'public', limit: 'login',
+    summary: 'Change the password (proving the current one)',
+    description: 'Signed in (session or `Authorization: Bearer`): `{current_password, new_password}`. After a sign-in answered `403 password_change_required`: add `login` (and `totp` for two-factor users) and send it without a session. A wrong current password counts as a failed sign-in (lockout, audit, user.login_failed). On success every other session ends, access tokens issued before stop working, unused SSO tokens are invalidated (user.logout).',
+    body: changePasswordSchema,
+    example: { current_password: 'correct horse battery', new_password: 'four unrelated words here' },
+    responses: {
+      200: { description: 'Changed', schema: R.success, example: { success: true } },
+      400: err('The new password breaks the policy (`invalid_password`; the message says what to fix), or the body is invalid', { error: 'invalid_password', message: 'The password must be at least 10 characters long.' }),
+      401: err('Wrong current password, or nobody signed in and no `login`', { error: 'invalid_credentials', message: 'Invalid login or password' }),
+      423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
+      429: limited,
+    },
+    /**
+     * The signed-in user (session or bearer), a must-change sign-in's restricted session, or
+     * (no session) `login` with the current password: it proves who the caller is, which is
+     * why this endpoint is under the login limit and a wrong password counts as a failed login.
+     */
+    handle: ({ passwords }) => async ({ req, res, body, user: me }) => {
+      const pending = me ? null : pendingPasswordChange(req);
+      let who: PasswordChanger;
+      if (me) who = { userId: me.id };
+      else if (pending) who = { userId: pending.userId };
+      else if (body.login) who = { login: body.login, totp: body.totp };
+      else throw new AppError(401, 'unauthenticated', 'Sign in first, or give your login with the current password');
+      const keepSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
+      await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
+      if (pending) delete req.session.passwordChange;
+      res.json({ success: true });
+    },
+  }),
+  route({
+    method: 'get', path: '/api/user/sessions', tag: 'User', access: 'user', limit: 'user',
+    summary: 'The signed-in user\'s sessions',
+    responses: { 200: { description: 'Most recently seen first', schema: userSession.array() }, 401: unauthenticated, 429: limited },
+    handle: ({ sessions }) => async ({ req, res, user: me }) => {
+      const currentSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
+      res.json(await sessions.list(me.id, currentSid));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/user/sessions/revoke-all', tag: 'User', access: 'user', limit: 'user',
+    summary: 'Sign out everywhere else',
+    description: 'Ends every session of the user but the caller\'s own (a bearer caller: all of them), refuses access tokens issued so far (the caller\'s included), invalidates unused SSO tokens and sends user.logout.',
+    responses: { 200: { description: 'Signed out', schema: revoked, example: { success: true, ended_sessions: 2, invalidated_tokens: 0 } }, 401: unauthenticated, 429: limited },
+    /** Every other session ends (a bearer caller: all of them), and access tokens issued so far stop working. */
+    handle: ({ sessions }) => async ({ req, res, user: me }) => {
+      const keepSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
+      res.json({ success: true, ...(await sessions.endAll(me, { ...ctx(req), via: 'api' }, keepSid)) });
+    },
+  }),
+];

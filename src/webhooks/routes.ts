@@ -1,57 +1,79 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { idParam } from '../admin/actor.ts';
-import type { Actor } from '../clients/service.ts';
-import { currentUser, requireAdmin } from '../http/auth-guards.ts';
-import { clientIp } from '../http/client-ip.ts';
-import { noStore } from '../http/no-store.ts';
-import { input, queryInput, validateBody, validateQuery } from '../http/validate.ts';
+import { z } from 'zod';
+import { actorOf } from '../admin/actor.ts';
+import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
+import * as R from '../openapi/responses.ts';
+import { route } from '../routes/declare.ts';
 import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from './schemas.ts';
-import type { WebhookService } from './service.ts';
 
-/**
- * Webhook administration (admins, by session or bearer access token). `userLimit` is the
- * per-user limit of user management; `authenticateUser` runs globally before every router.
- */
-export function webhookRoutes(deps: { webhooks: WebhookService; userLimit: RequestHandler }): Router {
-  const { webhooks, userLimit } = deps;
-  const r = Router();
-  const actor = (req: Request, res: Response): Actor => {
-    const user = currentUser(res);
-    return { userId: user.id, username: user.username, ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via: 'admin_api' };
-  };
-  // A malformed :id is 400 invalid_id on every route, checked before the body is
-  // (so PATCH /api/webhooks/abc says what is wrong whatever the body holds).
-  const id = (req: Request) => idParam(req);
-  const checkId: RequestHandler = (req, _res, next) => {
-    idParam(req);
-    next();
-  };
+/** `:id` of a webhook: a positive integer; anything else is 400 invalid_id before the body is looked at. */
+const webhookId = z.object({ id: z.string().regex(/^\d{1,9}$/).transform(Number) });
+const redeliveryId = webhookId.extend({ delivery: z.string() });
 
-  const register: RequestHandler = async (req, res) => {
-    res.status(201).json(await webhooks.register(input(res, registerWebhookSchema), actor(req, res)));
-  };
-  const list: RequestHandler = async (_req, res) => {
-    res.json(await webhooks.list());
-  };
-  const update: RequestHandler = async (req, res) => {
-    res.json(await webhooks.update(id(req), input(res, updateWebhookSchema), actor(req, res)));
-  };
-  const remove: RequestHandler = async (req, res) => {
-    await webhooks.remove(id(req), actor(req, res));
-    res.status(204).end();
-  };
-  const deliveries: RequestHandler = async (req, res) => {
-    res.json(await webhooks.deliveries(id(req), queryInput(res, listDeliveriesQuery).limit));
-  };
-  const redeliver: RequestHandler = async (req, res) => {
-    res.status(202).json(await webhooks.redeliver(id(req), String(req.params.delivery), actor(req, res)));
-  };
+const badId = err('Malformed id', { error: 'invalid_id', message: 'The id must be a positive integer' });
+const guarded = { 401: unauthenticated, 403: forbidden, 429: limited };
+const noWebhook = err('No such webhook', { error: 'webhook_not_found', message: 'No webhook 3' });
+const hook = { id: 3, url: 'https://shop.example/hooks/auth', events: ['user.login', 'user.locked'], active: true, created_at: '2026-01-31T12:00:00.000Z' };
 
-  r.post('/api/webhooks', noStore, userLimit, requireAdmin, validateBody(registerWebhookSchema), register);
-  r.get('/api/webhooks', noStore, userLimit, requireAdmin, list);
-  r.patch('/api/webhooks/:id', noStore, userLimit, requireAdmin, checkId, validateBody(updateWebhookSchema), update);
-  r.delete('/api/webhooks/:id', noStore, userLimit, requireAdmin, checkId, remove);
-  r.get('/api/webhooks/:id/deliveries', noStore, userLimit, requireAdmin, checkId, validateQuery(listDeliveriesQuery), deliveries);
-  r.post('/api/webhooks/:id/deliveries/:delivery/redeliver', noStore, userLimit, requireAdmin, checkId, redeliver);
-  return r;
-}
+/** Webhook administration: administrators, by session or bearer access token, under the per-user limit. */
+export const WEBHOOK_ROUTES = [
+  route({
+    method: 'post', path: '/api/webhooks', tag: 'Webhooks', access: 'admin', limit: 'user',
+    summary: 'Register a webhook',
+    description: 'Deliveries are POSTs of `{event, timestamp, data}` signed with `X-AUTH-Signature` (hex HMAC-SHA256 of the raw body, keyed with `secret`). The secret is never returned.',
+    body: registerWebhookSchema,
+    example: { url: 'https://shop.example/hooks/auth', events: ['user.login', 'user.locked'], secret: 'a-signing-secret-of-16+-chars' },
+    responses: { 201: { description: 'Registered', schema: R.webhook, example: hook }, 400: invalid, ...guarded },
+    handle: ({ webhooks }) => async ({ req, res, body }) => {
+      res.status(201).json(await webhooks.register(body, actorOf(req, res, 'admin_api')));
+    },
+  }),
+  route({
+    method: 'get', path: '/api/webhooks', tag: 'Webhooks', access: 'admin', limit: 'user',
+    summary: 'List webhooks',
+    responses: { 200: { description: 'All webhooks, without secrets', schema: R.webhook.array() }, ...guarded },
+    handle: ({ webhooks }) => async ({ res }) => {
+      res.json(await webhooks.list());
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/webhooks/:id', tag: 'Webhooks', access: 'admin', limit: 'user', params: webhookId,
+    summary: 'Change a webhook: any of url, events, active, secret',
+    description: 'Each field is validated as at registration (the same SSRF guard for `url`). The delivery history is kept. Every later attempt, retries of earlier events included, goes to the new URL signed with the new secret: to rotate a secret without losing events, let the receiver accept both secrets first. `active: false` closes pending deliveries as failed (they can be redelivered later); `active: true` turns a webhook disabled by a 410 back on. Audited, without the secret.',
+    body: updateWebhookSchema,
+    example: { secret: 'the-new-signing-secret-of-16+-chars' },
+    responses: {
+      200: { description: 'The changed webhook (never the secret)', schema: R.webhook, example: { ...hook, disabled_reason: null } },
+      400: err('Invalid body (`validation_error`), URL not allowed, or a malformed id (`invalid_id`)', { error: 'invalid_id', message: 'The id must be a positive integer' }),
+      404: noWebhook, ...guarded,
+    },
+    handle: ({ webhooks }) => async ({ req, res, body, params }) => {
+      res.json(await webhooks.update(params.id, body, actorOf(req, res, 'admin_api')));
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/webhooks/:id', tag: 'Webhooks', access: 'admin', limit: 'user', params: webhookId,
+    summary: 'Delete a webhook',
+    responses: { 204: { description: 'Deleted' }, 400: badId, 404: noWebhook, ...guarded },
+    handle: ({ webhooks }) => async ({ req, res, params }) => {
+      await webhooks.remove(params.id, actorOf(req, res, 'admin_api'));
+      res.status(204).end();
+    },
+  }),
+  route({
+    method: 'get', path: '/api/webhooks/:id/deliveries', tag: 'Webhooks', access: 'admin', limit: 'user', params: webhookId,
+    summary: 'A webhook\'s recent deliveries with their attempts',
+    query: listDeliveriesQuery,
+    responses: { 200: { description: 'Newest first', schema: R.webhookDelivery.array() }, 400: err('Invalid query (`validation_error`) or a malformed id (`invalid_id`)'), 404: noWebhook, ...guarded },
+    handle: ({ webhooks }) => async ({ res, params, query }) => {
+      res.json(await webhooks.deliveries(params.id, query.limit));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/webhooks/:id/deliveries/:delivery/redeliver', tag: 'Webhooks', access: 'admin', limit: 'user', params: redeliveryId,
+    summary: 'Send a finished delivery again (same delivery id)',
+    responses: { 202: { description: 'Queued', schema: R.redelivery }, 400: badId, 404: err('No such webhook or delivery'), 409: err('Still pending'), ...guarded },
+    handle: ({ webhooks }) => async ({ req, res, params }) => {
+      res.status(202).json(await webhooks.redeliver(params.id, params.delivery, actorOf(req, res, 'admin_api')));
+    },
+  }),
+];
