@@ -6,7 +6,7 @@ import { publicUser } from '../auth/service.ts';
 import { pendingPasswordChange } from '../auth/session.ts';
 import { AppError } from '../http/errors.ts';
 import { clientIp } from '../http/client-ip.ts';
-import { err, invalid, limited, unauthenticated } from '../openapi/operation.ts';
+import { err, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
 import { twoFactorCodeSchema } from './schemas.ts';
