@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AnyRoute } from '../routes/declare.ts';
 import { OPERATIONS } from './operations.ts';
-import type { Operation } from './operation.ts';
+import { badClient, type DocResponse, err, forbidden, invalid, ipNotAllowed, limited, type Operation, pageError, redirect, unauthenticated } from './operation.ts';
 import { errorBody } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -64,6 +64,35 @@ function strip(schema: JsonSchema): JsonSchema {
   return rest;
 }
 
+/**
+ * The answers every operation of a kind can give, whatever it does: those of its guard, its
+ * limit, its body parser. The operation's own entries override these.
+ */
+function implicitResponses(op: Operation): Record<number, DocResponse> {
+  const r: Record<number, DocResponse> = {};
+  const page = op.access.startsWith('page');
+  const api = op.path.startsWith('/api/');
+  if (api && op.method !== 'get' && op.method !== 'delete') {
+    r[415] = err('The body is not `application/json` (`unsupported_media_type`); a POST that carries a cookie must say `application/json` even without a body', { error: 'unsupported_media_type', message: 'Send the body as application/json' });
+    r[413] = err('The body is over 16 KiB (`payload_too_large`)', { error: 'payload_too_large', message: 'The request body is too large' });
+    r[400] = op.body ? invalid : err('The body is not valid JSON (`invalid_json`)', { error: 'invalid_json', message: 'The request body is not valid JSON' });
+  }
+  if (op.access === 'client' || op.access === 'client+ip') r[401] = badClient;
+  if (op.access === 'client+ip') r[403] = ipNotAllowed;
+  if (op.access === 'user' || op.access === 'admin') r[401] = unauthenticated;
+  if (op.access === 'admin') r[403] = forbidden;
+  if (op.access === 'page-user' || op.access === 'page-admin') r[303] = redirect('Not signed in in a browser session: to /login (back here after sign-in)');
+  if (op.access === 'page-admin') r[403] = pageError('Signed in without role admin (`forbidden`)');
+  if (page && op.bodyType === 'form') {
+    r[403] ??= pageError('Missing or wrong CSRF token (`invalid_csrf_token`)');
+    r[413] = pageError('The form is over 16 KiB or has too many fields');
+  }
+  if (op.limit && op.limit !== 'none') r[429] = page ? pageError('Rate limited; see Retry-After') : limited;
+  if (op.path.includes(':')) r[400] ??= page ? pageError('A path parameter holds text that cannot be stored') : err('A path parameter holds text that cannot be stored (`validation_error`)');
+  r[500] = page ? pageError('An unexpected error; the page shows the request id to quote') : err('An unexpected error (`internal_error`); quote `request_id` when reporting it', { error: 'internal_error', message: 'Internal server error', request_id: 'req-8f2c1a' });
+  return r;
+}
+
 /** `/api/webhooks/:id` -> `/api/webhooks/{id}` */
 export function openApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
@@ -81,17 +110,23 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
   }
   const description = [op.description, ACCESS_TEXT[op.access], op.limit && LIMIT_TEXT[op.limit]].filter(Boolean).join('\n\n');
   const responses: Record<string, JsonSchema> = {};
-  for (const [status, r] of Object.entries(op.responses)) {
-    const content = r.schema
-      ? { 'application/json': { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
-      : r.mediaType ? { [r.mediaType]: {} } : undefined;
-    responses[status] = { description: r.description, ...(content ? { content } : {}) };
+  for (const [status, r] of Object.entries({ ...implicitResponses(op), ...op.responses })) {
+    const main = r.schema
+      ? { [r.mediaType ?? 'application/json']: { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
+      : r.mediaType ? { [r.mediaType]: {} } : {};
+    const content: JsonSchema = { ...main };
+    for (const alt of r.alternatives ?? []) content[alt.mediaType] = alt.schema ? { schema: outputSchema(alt.schema, components) } : {};
+    const headers = r.headers ? Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) : undefined;
+    responses[status] = { description: r.description, ...(headers ? { headers } : {}), ...(Object.keys(content).length ? { content } : {}) };
   }
   if (!NO_STORE_PATHS.has(op.path) && !('503' in responses)) {
     responses['503'] = {
       description: OUTAGE_DESCRIPTION,
       headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
-      ...(op.access.startsWith('page') ? {} : { content: { 'application/json': { schema: outputSchema(errorBody, components) } } }),
+      content: {
+        ...(op.access.startsWith('page') ? { 'text/html': {} } : {}),
+        'application/json': { schema: outputSchema(errorBody, components) },
+      },
     };
   }
   return {

@@ -37,3 +37,6 @@ export const forbidden = err('Signed in, but not an administrator', { error: 'fo
 export const badClient = err('Invalid client credentials', { error: 'invalid_client', message: 'Invalid client credentials' });
 export const html = (description: string): DocResponse => ({ description, mediaType: 'text/html' });
 export const redirect = (description: string): DocResponse => ({ description });
+export const ipNotAllowed = err('Caller IP not on the allow list', { error: 'ip_not_allowed', message: 'This address may not call this endpoint' });
+/** A page's error: an HTML page, or the JSON error to a caller that asks for JSON (`Accept: application/json`). */
+export const pageError = (description: string): DocResponse => ({ description, mediaType: 'text/html', alternatives: [{ mediaType: 'application/json', schema: R.errorBody }] });

@@ -15,6 +15,9 @@ export const errorBody = z.object({
   remaining_minutes: z.number().int().optional().describe('account_locked: minutes until sign-in is possible again'),
   attempts_remaining: z.number().int().optional().describe('invalid_credentials, invalid_totp, totp_reused on sign-in: failed attempts left before the login name is locked (counted per name, known or not)'),
   request_id: z.string().optional().describe('internal_error: the X-Request-Id to quote when reporting'),
+  invalid: z.array(z.string()).optional().describe('invalid_allowed_ips: the entries that are not addresses or ranges'),
+  entries: z.array(z.string()).optional().describe('allow_everything_unconfirmed: the allow-everything ranges to confirm'),
+  change_password: z.looseObject({}).optional().describe('password_change_required: where and how to change the password'),
 }).meta({ id: 'Error' });
 
 export const tokenRefusal = z.object({

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import supertest from 'supertest';
+import { checkAnswer } from './contract.ts';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -44,6 +45,12 @@ function toResponse(status: number, headers: http.IncomingHttpHeaders, raw: Buff
   return { status, headers, text, body };
 }
 
+/** Every answer is held to the API reference (test/helpers/contract.ts) before the test sees it. */
+function checked(method: string, path: string, response: HttpResponse): HttpResponse {
+  checkAnswer(method, path, response.status, response.headers, response.text);
+  return response;
+}
+
 /**
  * One request through supertest, exactly as given: no redirect followed, every status
  * resolved (the test looks at it), the body read raw whatever its type.
@@ -64,7 +71,7 @@ async function viaSupertest(app: http.RequestListener, path: string, options: Re
   for (const [name, value] of Object.entries(headers)) if (value !== undefined) req = req.set(name, value);
   if (payload) req = req.send(payload);
   const res = await req;
-  return toResponse(res.status, res.headers, res.body as Buffer);
+  return checked(method, path, toResponse(res.status, res.headers, res.body as Buffer));
 }
 
 /** One request to a real server by URL, on a fresh connection (so localAddress always applies). */
@@ -75,7 +82,13 @@ function viaUrl(url: string, options: RequestOptions): Promise<HttpResponse> {
     const req = http.request(url, { method: options.method ?? (payload ? 'POST' : 'GET'), headers, localAddress: options.localAddress, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve(toResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks))));
+      res.on('end', () => {
+        try {
+          resolve(checked(req.method, new URL(url).pathname, toResponse(res.statusCode ?? 0, res.headers, Buffer.concat(chunks))));
+        } catch (err) {
+          reject(err);
+        }
+      });
     });
     req.on('error', reject);
     if (payload) req.write(payload);
