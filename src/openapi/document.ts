@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SESSION_COOKIE } from '../http/session.ts';
 import type { AnyRoute } from '../routes/declare.ts';
 import { OPERATIONS } from './operations.ts';
 import { badClient, type DocResponse, err, forbidden, invalid, ipNotAllowed, limited, type Operation, pageError, redirect, unauthenticated } from './operation.ts';
@@ -148,9 +149,34 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
           },
         }
       : {}),
-    ...(op.access === 'user' || op.access === 'admin' ? { security: [{ session: [] }, { bearer: [] }] } : {}),
+    ...securityOf(op),
     responses,
   };
+}
+
+/**
+ * Who may call, as OpenAPI security requirements (docs/contract.md, "The API reference").
+ * Client credentials travel in the JSON body, which no OpenAPI security scheme can describe:
+ * those operations need no header or cookie (`security: []`), their body schema requires
+ * `client_id` and `client_secret`, and `x-client-credentials` says so to tools and readers.
+ */
+function securityOf(op: Operation): JsonSchema {
+  switch (op.access) {
+    case 'user':
+    case 'admin':
+      return { security: [{ session: [] }, { bearer: [] }] };
+    case 'page-user':
+    case 'page-admin':
+      return { security: [{ session: [] }] };
+    case 'page':
+      // a browser page: anyone may open it; a session, when the browser has one, is used
+      return { security: [{}, { session: [] }] };
+    case 'client':
+    case 'client+ip':
+      return { security: [], 'x-client-credentials': { in: 'body', fields: ['client_id', 'client_secret'], ipAllowList: op.access === 'client+ip' } };
+    default:
+      return { security: [] };
+  }
 }
 
 /** The OpenAPI 3.1 document of every operation in the table, built from the request schemas. */
@@ -169,12 +195,14 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[], info: { versio
       version: info.version ?? '0.1.0',
       description: 'Single-use SSO tokens for client systems, user sign-in, webhooks. Every error is JSON `{error, message}` with a stable snake_case `error` code; every answer carries `X-Request-Id`.',
     },
+    // relative: the service itself, at the address this document was fetched from
+    servers: [{ url: '/', description: 'This service (PUBLIC_URL)' }],
     tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),
     paths,
     components: {
       schemas,
       securitySchemes: {
-        session: { type: 'apiKey', in: 'cookie', name: 'auth.sid', description: 'Session cookie set by POST /api/auth/login or the sign-in pages' },
+        session: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'Session cookie set by POST /api/auth/login or the sign-in pages' },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from POST /api/login' },
       },
     },

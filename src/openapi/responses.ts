@@ -17,6 +17,7 @@ export const errorBody = z.object({
   request_id: z.string().optional().describe('internal_error: the X-Request-Id to quote when reporting'),
   invalid: z.array(z.string()).optional().describe('invalid_allowed_ips: the entries that are not addresses or ranges'),
   entries: z.array(z.string()).optional().describe('allow_everything_unconfirmed: the allow-everything ranges to confirm'),
+  field: z.string().optional().describe('validation_error from an admin form: the field at fault'),
   change_password: z.looseObject({}).optional().describe('password_change_required: where and how to change the password'),
 }).meta({ id: 'Error' });
 
