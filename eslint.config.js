@@ -6,7 +6,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'test-results/', 'public/'] },
+  { ignores: ['node_modules/', 'dist/', 'sdk/dist/', 'data/', 'coverage/', 'test-results/', 'public/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

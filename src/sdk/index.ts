@@ -1,16 +1,22 @@
 /**
  * A small typed client for client systems of the authentication service.
  *
- *   import { createSsoClient, verifyWebhook } from 'auth-service/client';
+ *   import { createSsoClient, verifyWebhook } from '@auth-service/client';
  *   const sso = createSsoClient({ baseUrl: 'https://auth.example.com', clientId, clientSecret });
+ *   res.redirect(sso.signInUrl({ state }));                 // the browser flow: sign in there,
+ *   const result = await sso.handleCallback(req.originalUrl, { expectedState: state }); // back here
  *   const { redirect_url } = await sso.issueToken('alice', { ipAddress: endUserIp });
  *   const { user } = await sso.validateToken(tokenFromCallback, { ipAddress: endUserIp });
  *   await sso.confirmLink(user.id, localUsername); // a dashboard link, once proven here
  *
- * Self-contained (global fetch and node:crypto only) so a client system can take this file and
- * src/webhooks/verify.ts without the rest of the service. Every failure is an SsoError.
+ * Self-contained (global fetch and node:crypto only): the package in sdk/ compiles this
+ * directory and src/webhooks/verify.ts to JavaScript on their own (docs/contract.md, "The
+ * SDK package"). Every failure is an SsoError; a refused sign-in is a value.
  */
+import { buildSignInUrl, type CallbackInput, readCallback, sameState } from './sign-in.ts';
+
 export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
+export { buildSignInUrl, newState, readCallback, MAX_STATE_LENGTH, type CallbackInput } from './sign-in.ts';
 
 /** How to reach the service and who we are. */
 export interface SsoClientOptions {
@@ -87,6 +93,18 @@ export const TOKEN_REJECTIONS = ['invalid_token', 'token_expired', 'token_alread
 export type TokenRejection = (typeof TOKEN_REJECTIONS)[number];
 
 /**
+ * Why a browser sign-in was refused: the service refused the token, the callback carried no
+ * token, or its `state` is not the one this sign-in started with (a callback this browser did
+ * not ask for; its token is left unused).
+ */
+export type SignInRefusal = TokenRejection | 'missing_token' | 'state_mismatch';
+
+/** The outcome of a browser sign-in's callback. */
+export type SignInResult =
+  | { ok: true; user: SsoUser; expiresAt: string; state?: string }
+  | { ok: false; reason: SignInRefusal; message: string };
+
+/**
  * A call that did not succeed. `status` is the HTTP status (0 when no answer arrived), `code`
  * the service's stable error code (`invalid_client`, `user_not_found`, `token_already_used`,
  * `rate_limited`, ...; `network_error`, `timeout` or `invalid_response` on the client side).
@@ -142,6 +160,19 @@ export interface SsoClient {
   confirmLink(userId: number | string, username: string): Promise<ConfirmedLink>;
   /** The dashboard links awaiting this client's confirmation, oldest first. */
   pendingLinks(): Promise<PendingLink[]>;
+  /**
+   * Where to send the browser to sign in: the service's `/sso/login` page for this client
+   * system. Give a `state` (e.g. `newState()`, kept in the user's session) to get it back on
+   * the callback and check it there.
+   */
+  signInUrl(options?: { state?: string }): string;
+  /**
+   * Handles the callback the service sends the browser to (`?token=…[&state=…]`): takes its
+   * URL, its query or the token, checks `expectedState` when given, and validates (consumes)
+   * the token. Answers the user, or `{ok: false, reason}` when the sign-in is refused;
+   * throws SsoError for everything else (our credentials, limits, outages, the network).
+   */
+  handleCallback(callback: CallbackInput, options?: { expectedState?: string; ipAddress?: string }): Promise<SignInResult>;
 }
 
 /** Creates a client for the service at `options.baseUrl` with this client system's credentials. */
@@ -203,7 +234,22 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     return parsed as T;
   }
 
-  return {
+  async function handleCallback(callback: CallbackInput, o: { expectedState?: string; ipAddress?: string } = {}): Promise<SignInResult> {
+    const { token, state } = readCallback(callback);
+    if (o.expectedState !== undefined && !sameState(o.expectedState, state)) {
+      return { ok: false, reason: 'state_mismatch', message: 'The callback does not carry the state this sign-in started with' };
+    }
+    if (token === undefined) return { ok: false, reason: 'missing_token', message: 'The callback carries no token' };
+    try {
+      const validated = await client.validateToken(token, { ipAddress: o.ipAddress });
+      return { ok: true, user: validated.user, expiresAt: validated.expires_at, ...(state !== undefined ? { state } : {}) };
+    } catch (err) {
+      if (err instanceof SsoError && err.isTokenRejection) return { ok: false, reason: err.code as TokenRejection, message: err.message };
+      throw err;
+    }
+  }
+
+  const client: SsoClient = {
     // A repeated issue at worst leaves an extra token that expires unused; a repeated logout changes nothing.
     issueToken: (username, o = {}) => call<IssuedToken>('/api/sso/token', { username, ...(o.ipAddress ? { ip_address: o.ipAddress } : {}) }, true),
     // Never repeated: a validation whose answer was lost may have used the token up.
@@ -212,5 +258,8 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     // Confirming a link twice confirms it once; listing changes nothing: both safe to repeat.
     confirmLink: (userId, username) => call<ConfirmedLink>('/api/sso/links/confirm', { user_id: userId, username }, true),
     pendingLinks: async () => (await call<{ links: PendingLink[] }>('/api/sso/links/pending', {}, true)).links,
+    signInUrl: (o = {}) => buildSignInUrl(base, options.clientId, o.state),
+    handleCallback,
   };
+  return client;
 }
