@@ -23,7 +23,7 @@ export interface ParsedArgs {
   options: Record<string, string | boolean | string[] | undefined>;
 }
 
-export const USAGE = `Usage: npm run admin -- <command> [--json]
+export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s admin -- <command> [--json])
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--id CLIENT_ID]
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
@@ -240,5 +240,5 @@ function pruneText(report: PruneReport): string {
 }
 
 function usage(line: string): never {
-  throw new AppError(400, 'usage', `Usage: npm run admin -- ${line}`);
+  throw new AppError(400, 'usage', `Usage: npx auth-admin ${line}`);
 }

@@ -2,7 +2,7 @@
  * Verification of this service's webhook deliveries, for receivers. Self-contained (only
  * node:crypto) so a client system can import it without the rest of the service:
  *
- *   import { verifyWebhook } from 'auth-service/webhooks';
+ *   import { verifyWebhook } from '@auth-service/client/webhooks';
  *   const event = verifyWebhook(rawBody, req.headers, process.env.WEBHOOK_SECRET);
  *
  * Each delivery is a POST whose body is `{event, timestamp, data}`. `X-AUTH-Signature` is the
