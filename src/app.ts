@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
-import { adminPanelRoutes } from './admin/panel-routes.ts';
 import type { RouteServices } from './routes/declare.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
@@ -12,8 +11,6 @@ import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ROUTES } from './routes/index.ts';
 import { mountRoutes } from './routes/mount.ts';
-import { accountPageRoutes } from './pages/account-routes.ts';
-import { pageRoutes } from './pages/routes.ts';
 import { securityHeaders } from './pages/security.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
@@ -53,17 +50,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(saveSessionBeforeRedirect); // a redirect leaves only once what this request stored is saved
   app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
-  for (const router of [
-    declared.withSession,
-    adminPanelRoutes({ db, clients: deps.clients, userAdmin: deps.userAdmin, webhooks: deps.webhooks, links: deps.links, userLimit: deps.limiters.user }),
-    pageRoutes({
-      db, links: deps.links, auth: deps.auth, sso: deps.sso, clients: deps.clients, loginLimit: deps.limiters.login, userLimit: deps.limiters.user, lockMinutes: config.LOCKOUT_MINUTES,
-      dataDir: config.DATA_DIR, demo: config.NODE_ENV !== 'production',
-    }),
-    accountPageRoutes({ passwords: deps.passwords, sessions: deps.sessions, loginLimit: deps.limiters.login }),
-  ]) {
-    app.use(router);
-  }
+  app.use(declared.withSession);
 
   app.use('/api', apiNotFound);
   app.use(pageNotFound);

@@ -1,67 +1,175 @@
-import { type RequestHandler, Router } from 'express';
-import type { ClientService } from '../clients/service.ts';
-import type { Db } from '../db/db.ts';
-import type { LinkService } from '../links/service.ts';
-import { noStore } from '../http/no-store.ts';
-import { validateBody } from '../http/validate.ts';
-import { requireCsrf } from '../pages/csrf.ts';
-import type { WebhookService } from '../webhooks/service.ts';
+import { html, pageError, redirect } from '../openapi/operation.ts';
+import { handlersFrom, route, type Route } from '../routes/declare.ts';
+import { auditQuery } from './schemas.ts';
 import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
+import { backWithError } from './panel-common.ts';
 import { linkPanel } from './panel-links.ts';
-import { adminFormBody as form, backWithError, requireAdminPage as admin } from './panel-common.ts';
 import { overviewPanel } from './panel-overview.ts';
 import { userPanel } from './panel-users.ts';
 import { webhookPanel } from './panel-webhooks.ts';
-import type { UserAdmin } from './users.ts';
+
+const home = handlersFrom((s) => overviewPanel({ db: s.deps.db }));
+const clients = handlersFrom((s) => clientPanel(s));
+const users = handlersFrom((s) => userPanel(s));
+const hooks = handlersFrom((s) => webhookPanel({ db: s.deps.db, webhooks: s.webhooks }));
+const links = handlersFrom((s) => linkPanel(s));
+
+const client = '/admin/clients/:client_id';
+const user = '/admin/users/:id';
+const hook = '/admin/webhooks/:id';
+/** A refused form with nothing to re-render goes back to the page it came from, with the reason. */
+const back = (path: string) => backWithError((req) => path.replace(/:(\w+)/g, (_m, k: string) => encodeURIComponent(String(req.params[k]))));
+const formDone = (to: string) => ({ 303: redirect(`Done: back to ${to}`), 400: html('The form again with the problem') });
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each row's schemas type its own handler
+const panel = (o: Omit<Route<'page-admin', any, any, any>, 'tag' | 'access' | 'limit'>) => route({ tag: 'Admin panel', access: 'page-admin', limit: 'user', ...o });
 
 /**
  * The admin panel at /admin: server-rendered pages for role admin in a browser session,
  * under the per-user limit of user management. Every answer is no-store (pages show client
  * secrets once); every form is CSRF-checked before it changes anything.
  */
-export function adminPanelRoutes(deps: { db: Db; clients: ClientService; userAdmin: UserAdmin; webhooks: WebhookService; links: LinkService; userLimit: RequestHandler }): Router {
-  const { userLimit: limit } = deps;
-  const home = overviewPanel(deps);
-  const clients = clientPanel(deps);
-  const users = userPanel(deps);
-  const hooks = webhookPanel(deps);
-  const links = linkPanel(deps);
-  const client = '/admin/clients/:client_id';
-  const user = '/admin/users/:id';
-  const hook = '/admin/webhooks/:id';
-  const back = (path: string) => backWithError((req) => path.replace(/:(\w+)/g, (_m, k: string) => encodeURIComponent(String(req.params[k]))));
-  const r = Router();
-
-  r.get('/admin', noStore, limit, admin, home.overview);
-  r.get('/admin/audit', noStore, limit, admin, home.audit);
-
-  r.get('/admin/clients', noStore, limit, admin, clients.list);
-  r.post('/admin/clients', noStore, form, limit, admin, requireCsrf, validateBody(clientForm), clients.create, clients.createFailed);
-  r.get(client, noStore, limit, admin, clients.show);
-  r.post(client, noStore, form, limit, admin, requireCsrf, validateBody(clientForm), clients.update, clients.updateFailed);
-  r.post(`${client}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), clients.setActive, back(client));
-  r.get(`${client}/regenerate`, noStore, limit, admin, clients.confirmRegenerate);
-  r.post(`${client}/regenerate`, noStore, form, limit, admin, requireCsrf, validateBody(regenerateForm), clients.regenerate, back(client));
-
-  r.get('/admin/users', noStore, limit, admin, users.list);
-  r.get('/admin/users/new', noStore, limit, admin, users.showNew);
-  r.post('/admin/users', noStore, form, limit, admin, requireCsrf, validateBody(userCreateForm), users.create, users.createFailed);
-  r.get(user, noStore, limit, admin, users.show);
-  r.post(user, noStore, form, limit, admin, requireCsrf, validateBody(userEditForm), users.update, users.updateFailed);
-  r.post(`${user}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), users.setActive, back(user));
-  r.post(`${user}/unlock`, noStore, form, limit, admin, requireCsrf, users.unlock, back(user));
-  r.post(`${user}/reset-2fa`, noStore, form, limit, admin, requireCsrf, users.resetTwoFactor, back(user));
-  r.post(`${user}/links/:client_id/approve`, noStore, form, limit, admin, requireCsrf, links.approve, back(user));
-  r.post(`${user}/links/:client_id/revoke`, noStore, form, limit, admin, requireCsrf, links.revoke, back(user));
-  r.post(`${user}/password`, noStore, form, limit, admin, requireCsrf, validateBody(userPasswordForm), users.setPassword, back(user));
-
-  r.get('/admin/webhooks', noStore, limit, admin, hooks.list);
-  r.post('/admin/webhooks', noStore, form, limit, admin, requireCsrf, validateBody(webhookForm), hooks.register, hooks.registerFailed);
-  r.get(hook, noStore, limit, admin, hooks.show);
-  r.post(hook, noStore, form, limit, admin, requireCsrf, validateBody(webhookEditForm), hooks.update, back(hook));
-  r.post(`${hook}/active`, noStore, form, limit, admin, requireCsrf, validateBody(activeForm), hooks.setActive, back(hook));
-  r.post(`${hook}/delete`, noStore, form, limit, admin, requireCsrf, validateBody(confirmForm), hooks.remove, back(hook));
-  r.post(`${hook}/deliveries/:delivery/redeliver`, noStore, form, limit, admin, requireCsrf, hooks.redeliver, back(hook));
-  return r;
-}
+export const ADMIN_PANEL_ROUTES = [
+  panel({
+    method: 'get', path: '/admin', summary: 'Administration overview', responses: { 200: html('Overview') },
+    handle: home.handle((h) => h.overview),
+  }),
+  panel({
+    method: 'get', path: '/admin/audit', summary: 'Audit log page with filters and export', query: auditQuery, responses: { 200: html('Audit log') },
+    handle: home.handle((h) => h.audit),
+  }),
+  panel({
+    method: 'get', path: '/admin/clients', summary: 'Client systems', responses: { 200: html('List') },
+    handle: clients.handle((h) => h.list),
+  }),
+  panel({
+    method: 'post', path: '/admin/clients', summary: 'Register a client system (secret shown once)', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '203.0.113.0/24' }, responses: { 200: html('The new secret, shown once'), ...formDone('the client') },
+    bodyType: 'form', body: clientForm,
+    handle: clients.handle((h) => h.create),
+    onError: clients.onError((h) => h.createFailed),
+  }),
+  panel({
+    method: 'get', path: '/admin/clients/:client_id', summary: 'One client system', responses: { 200: html('Client'), 404: pageError('No such client') },
+    handle: clients.handle((h) => h.show),
+  }),
+  panel({
+    method: 'post', path: '/admin/clients/:client_id', summary: 'Change a client system', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '' }, responses: formDone('the client'),
+    bodyType: 'form', body: clientForm,
+    handle: clients.handle((h) => h.update),
+    onError: clients.onError((h) => h.updateFailed),
+  }),
+  panel({
+    method: 'post', path: '/admin/clients/:client_id/active', summary: 'Activate or deactivate a client system', example: { active: 'false' }, responses: formDone('the client'),
+    bodyType: 'form', body: activeForm,
+    handle: clients.handle((h) => h.setActive),
+    onError: () => back(client),
+  }),
+  panel({
+    method: 'get', path: '/admin/clients/:client_id/regenerate', summary: 'Confirm regenerating the secret', responses: { 200: html('Confirmation') },
+    handle: clients.handle((h) => h.confirmRegenerate),
+  }),
+  panel({
+    method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', example: { grace_seconds: '3600' }, responses: { 200: html('The new secret, shown once'), ...formDone('the client') },
+    bodyType: 'form', body: regenerateForm,
+    handle: clients.handle((h) => h.regenerate),
+    onError: () => back(client),
+  }),
+  panel({
+    method: 'get', path: '/admin/users', summary: 'Users', responses: { 200: html('List and search') },
+    handle: users.handle((h) => h.list),
+  }),
+  panel({
+    method: 'get', path: '/admin/users/new', summary: 'New user form', responses: { 200: html('Form') },
+    handle: users.handle((h) => h.showNew),
+  }),
+  panel({
+    method: 'post', path: '/admin/users', summary: 'Create a user', example: { username: 'bob', email: 'bob@example.com', password: 'a long enough passphrase' }, responses: formDone('the user'),
+    bodyType: 'form', body: userCreateForm,
+    handle: users.handle((h) => h.create),
+    onError: users.onError((h) => h.createFailed),
+  }),
+  panel({
+    method: 'get', path: '/admin/users/:id', summary: 'One user', responses: { 200: html('User'), 404: pageError('No such user') },
+    handle: users.handle((h) => h.show),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id', summary: 'Change a user\'s profile', example: { email: 'bob@example.com', role: 'user' }, responses: formDone('the user'),
+    bodyType: 'form', body: userEditForm,
+    handle: users.handle((h) => h.update),
+    onError: users.onError((h) => h.updateFailed),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', example: { active: 'true' }, responses: formDone('the user'),
+    bodyType: 'form', body: activeForm,
+    handle: users.handle((h) => h.setActive),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', responses: formDone('the user'),
+    bodyType: 'form',
+    handle: users.handle((h) => h.unlock),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: formDone('the user'),
+    bodyType: 'form',
+    handle: users.handle((h) => h.resetTwoFactor),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link', responses: formDone('the user'),
+    bodyType: 'form',
+    handle: links.handle((h) => h.approve),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', responses: formDone('the user'),
+    bodyType: 'form',
+    handle: links.handle((h) => h.revoke),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/password', summary: 'Set a user\'s password (optionally: must change at the next sign-in)', example: { password: 'temporary but long 2931', must_change: 'on' }, responses: formDone('the user'),
+    bodyType: 'form', body: userPasswordForm,
+    handle: users.handle((h) => h.setPassword),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'get', path: '/admin/webhooks', summary: 'Webhooks', responses: { 200: html('List and registration form') },
+    handle: hooks.handle((h) => h.list),
+  }),
+  panel({
+    method: 'post', path: '/admin/webhooks', summary: 'Register a webhook', example: { url: 'https://shop.example/hooks/auth', secret: 'a-signing-secret-of-16+-chars', events: ['user.login', 'user.locked'] }, responses: formDone('the webhooks'),
+    bodyType: 'form', body: webhookForm,
+    handle: hooks.handle((h) => h.register),
+    onError: hooks.onError((h) => h.registerFailed),
+  }),
+  panel({
+    method: 'get', path: '/admin/webhooks/:id', summary: 'One webhook and its deliveries', responses: { 200: html('Webhook'), 404: pageError('No such webhook') },
+    handle: hooks.handle((h) => h.show),
+  }),
+  panel({
+    method: 'post', path: '/admin/webhooks/:id', summary: 'Change a webhook\'s URL, events or secret (an empty secret keeps it)', example: { url: 'https://shop.example/hooks/auth-v2', secret: '', events: ['user.login'] }, responses: formDone('the webhook'),
+    bodyType: 'form', body: webhookEditForm,
+    handle: hooks.handle((h) => h.update),
+    onError: () => back(hook),
+  }),
+  panel({
+    method: 'post', path: '/admin/webhooks/:id/active', summary: 'Activate or deactivate a webhook', example: { active: 'false' }, responses: formDone('the webhook'),
+    bodyType: 'form', body: activeForm,
+    handle: hooks.handle((h) => h.setActive),
+    onError: () => back(hook),
+  }),
+  panel({
+    method: 'post', path: '/admin/webhooks/:id/delete', summary: 'Delete a webhook (confirmation box)', example: { confirm: 'on' }, responses: formDone('the webhooks'),
+    bodyType: 'form', body: confirmForm,
+    handle: hooks.handle((h) => h.remove),
+    onError: () => back(hook),
+  }),
+  panel({
+    method: 'post', path: '/admin/webhooks/:id/deliveries/:delivery/redeliver', summary: 'Send a delivery again', responses: formDone('the webhook'),
+    bodyType: 'form',
+    handle: hooks.handle((h) => h.redeliver),
+    onError: () => back(hook),
+  }),
+];

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { SESSION_COOKIE } from '../http/session.ts';
 import type { AnyRoute } from '../routes/declare.ts';
-import { OPERATIONS } from './operations.ts';
 import { badClient, type DocResponse, err, forbidden, invalid, ipNotAllowed, limited, type Operation, pageError, redirect, unauthenticated } from './operation.ts';
 import { errorBody } from './responses.ts';
 
@@ -89,7 +88,8 @@ function implicitResponses(op: Operation): Record<number, DocResponse> {
     r[413] = pageError('The form is over 16 KiB or has too many fields');
   }
   if (op.limit && op.limit !== 'none') r[429] = page ? pageError('Rate limited; see Retry-After') : limited;
-  if (op.path.includes(':')) r[400] ??= page ? pageError('A path parameter holds text that cannot be stored') : err('A path parameter holds text that cannot be stored (`validation_error`)');
+  // NUL and lone surrogates in the path, query or body are refused before any route code runs
+  r[400] ??= page ? pageError('The path, query or form holds text that cannot be stored') : err('The path, query or body holds text that cannot be stored (`validation_error`)');
   r[500] = page ? pageError('An unexpected error; the page shows the request id to quote') : err('An unexpected error (`internal_error`); quote `request_id` when reporting it', { error: 'internal_error', message: 'Internal server error', request_id: 'req-8f2c1a' });
   return r;
 }
@@ -181,8 +181,7 @@ function securityOf(op: Operation): JsonSchema {
 
 /** The OpenAPI 3.1 document of every operation in the table, built from the request schemas. */
 export function buildOpenApiDocument(routes: readonly AnyRoute[], info: { version?: string } = {}): JsonSchema {
-  const declared = new Set(routes.map((r) => `${r.method} ${r.path}`));
-  const operations: Operation[] = [...routes, ...OPERATIONS.filter((o) => !declared.has(`${o.method} ${o.path}`))];
+  const operations: readonly Operation[] = routes;
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const schemas: Record<string, JsonSchema> = {};
   for (const op of operations) {

@@ -1,33 +1,10 @@
-import type { z } from 'zod';
+import type { AnyRoute, DocResponse } from '../routes/declare.ts';
 import * as R from './responses.ts';
-
-import type { Access, DocResponse, LimitName } from '../routes/declare.ts';
 
 export type { Access, DocResponse } from '../routes/declare.ts';
 
-/** One row of the API reference: a route the app mounts, and the zod schemas it validates with. */
-export interface Operation {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** Express syntax, exactly as mounted: `/api/webhooks/:id`. */
-  path: string;
-  tag: string;
-  summary: string;
-  description?: string;
-  access: Access;
-  /** The schema the route validates its body with (validateBody). */
-  body?: z.ZodType;
-  /** The body may be left out (every field is optional, e.g. rotate-secret's grace_seconds). */
-  bodyOptional?: boolean;
-  /** `form` for HTML forms (application/x-www-form-urlencoded). */
-  bodyType?: 'json' | 'form';
-  /** An example body; the reference test checks it validates against `body`. */
-  example?: unknown;
-  /** The schema the route validates its query string with (validateQuery). */
-  query?: z.ZodType;
-  /** The rate limit that applies (docs/contract.md, Limits), or none. */
-  limit?: LimitName | 'none';
-  responses: Record<number, DocResponse>;
-}
+/** What the API reference reads of a route declaration: everything but the code that serves it. */
+export type Operation = Omit<AnyRoute, 'handle' | 'onError' | 'before' | 'when'>;
 
 export const err = (description: string, example?: Record<string, unknown>): DocResponse => ({ description, schema: R.errorBody, example });
 export const invalid = err('The body does not match the schema', { error: 'validation_error', message: 'The request body is invalid', details: [{ path: '<field>', message: 'Invalid input' }] });

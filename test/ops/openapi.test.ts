@@ -1,14 +1,14 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Express } from 'express';
 import { buildOpenApiDocument, inputSchema, openApiPath } from '../../src/openapi/document.ts';
-import { OPERATIONS } from '../../src/openapi/operations.ts';
 import { ROUTES } from '../../src/routes/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { request } from '../helpers/http.ts';
 
-const declaredKeys = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
-const ALL = [...ROUTES, ...OPERATIONS.filter((o) => !declaredKeys.has(`${o.method} ${o.path}`))];
+const ALL = ROUTES;
 
 /** `method path` of every route mounted on the app, walking nested routers. */
 function mountedRoutes(app: Express): string[] {
@@ -50,6 +50,22 @@ describe('API reference (OpenAPI 3.1 and /docs)', () => {
       const [method, path] = route.split(' ');
       expect(doc.paths[openApiPath(path)]?.[method], `${route} is in /api/openapi.json`).toBeTruthy();
     }
+  });
+
+  it('mounts routes only from declarations: no router is built by hand anywhere in src/', () => {
+    const handBuilt: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(file);
+        else if (file.endsWith('.ts') && !file.endsWith(path.join('routes', 'mount.ts'))) {
+          const text = fs.readFileSync(file, 'utf8');
+          if (/\bRouter\(\)|\.(get|post|put|patch|delete|all)\(\s*['"`]\//.test(text)) handBuilt.push(path.relative(process.cwd(), file));
+        }
+      }
+    };
+    walk(path.resolve('src'));
+    expect(handBuilt, 'declare endpoints with route() in the capability\'s routes.ts and list them in src/routes/index.ts').toStrictEqual([]);
   });
 
   it('serves the document built from the request schemas', async () => {

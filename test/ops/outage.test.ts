@@ -187,8 +187,12 @@ describe('a Redis outage', () => {
       expect(login.headers['retry-after']).toBeTruthy();
       expect(login.headers['set-cookie'], 'no session was started').toBe(undefined);
       const issued = await app.http.post('/api/sso/token', { ...creds(f.client), username: f.user.username });
-      expect(issued.status, 'token issue has no limiter: it does not need Redis').toBe(200);
-      const validated = await app.http.post('/api/sso/validate', { ...creds(f.client), token: issued.body.token });
+      expect(issued.status, 'token issue is limited per client: without Redis it is refused too').toBe(503);
+      expect(issued.body.error).toBe('service_unavailable');
+      // a token issued in-process (the limiter is the HTTP route's): its validation is refused as well
+      const record = (await app.services.clients.findClient(f.client.client_id))!;
+      const { token } = await app.services.sso.issueByUsername(record, f.user.username, { ipAddress: '127.0.0.1', userAgent: null, tokenIp: undefined });
+      const validated = await app.http.post('/api/sso/validate', { ...creds(f.client), token });
       expect(validated.status, validated.text).toBe(503);
       expectOutageLog(log.entries());
     } finally {
