@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { writeAudit } from '../audit/writer.ts';
 import { setTotpEnabled } from '../auth/queries.ts';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { type LinkProver, type LinkStatus, listLinks } from '../links/queries.ts';

@@ -1,5 +1,5 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { disableWebhook } from '../webhooks/queries.ts';

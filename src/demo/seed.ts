@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../deps.ts';
 import { findUserByUsername } from '../users/queries.ts';

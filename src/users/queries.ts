@@ -1,3 +1,4 @@
+import { createLookupLoader } from '../db/batch.ts';
 import type { Queryable } from '../db/db.ts';
 
 /** A user as stored, without secrets. */
@@ -22,6 +23,15 @@ export async function findUserByUsername(q: Queryable, username: string): Promis
 /** The users with these normalized usernames that exist, in no particular order. */
 export async function findUsersByUsername(q: Queryable, usernames: readonly string[]): Promise<UserRecord[]> {
   return (await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = ANY ($1::text[])`, [usernames], { prepare: true })).rows;
+}
+
+/**
+ * Users by normalized username for a hot path: lookups arriving in the same turn of the
+ * event loop share one statement (src/db/batch.ts).
+ */
+export function createUserLookup(q: Queryable): { byUsername(username: string): Promise<UserRecord | null> } {
+  const loader = createLookupLoader((names: string[]) => findUsersByUsername(q, names), (u) => u.username);
+  return { byUsername: (username) => loader.load(username) };
 }
 
 /** The user with this id, or null. */

@@ -4,8 +4,8 @@ import { assertPasswordAllowed } from '../auth/password-policy.ts';
 import { setMustChangePassword, storePassword } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
-import type { Actor } from '../clients/service.ts';
-import type { Deps } from '../deps.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, type UserRecord } from './queries.ts';
 import { normalizeUsername } from './username.ts';
@@ -13,8 +13,8 @@ import { normalizeUsername } from './username.ts';
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
 /** User administration shared by the command line and the admin API. */
-export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
-  const { db, config, outbox } = deps;
+export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
+  const { db, config, events } = deps;
   return {
     /** Creates a user with a bcrypt-hashed password; 409 when the (normalized) name is taken. */
     async createUser(
@@ -91,12 +91,11 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) 
           details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
         });
         if (hash !== undefined || mustChange) {
-          await signOutEverywhere(tx, outbox, found, {
+          await signOutEverywhere(tx, events, found, {
             ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
           });
         }
       });
-      outbox.wake();
       return { ...found, must_change_password: mustChange };
     },
 
