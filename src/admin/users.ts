@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { writeAudit } from '../audit/writer.ts';
 import { setTotpEnabled } from '../auth/queries.ts';
 import type { Actor } from '../audit/actor.ts';
-import type { Db, Queryable } from '../db/db.ts';
+import type { Db } from '../db/db.ts';
+import { type AdminUserRow, findAdminUserRow, searchAdminUsers, updateUserProfile } from './queries.ts';
 import { AppError } from '../http/errors.ts';
 import { type LinkProver, type LinkStatus, listLinks } from '../links/queries.ts';
 import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
@@ -30,13 +31,6 @@ export interface UserLink {
   confirmed_by: LinkProver | null;
 }
 
-type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date; must_change_password: boolean };
-
-// lockout counters are keyed by the normalized login name, which is the stored username
-const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at, u.must_change_password,
-    CASE WHEN a.locked_until > now() THEN a.locked_until END AS locked_until
-  FROM users u LEFT JOIN login_attempts a ON a.login = u.username`;
-
 function toAdminUser(r: AdminUserRow): AdminUser {
   return {
     id: r.id,
@@ -55,11 +49,6 @@ function toAdminUser(r: AdminUserRow): AdminUser {
 /** `%` and `_` in a search are meant literally. */
 function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-async function findAdminUser(q: Queryable, id: number): Promise<AdminUser | null> {
-  const r = await q.query<AdminUserRow>(`${SELECT_USERS} WHERE u.id = $1`, [id]);
-  return r.rows[0] ? toAdminUser(r.rows[0]) : null;
 }
 
 function auditOf(actor: Actor, user: { id: number; username: string }) {
@@ -82,7 +71,8 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
   const { db, users } = deps;
 
   async function getOr404(id: number): Promise<AdminUser> {
-    const user = Number.isSafeInteger(id) ? await findAdminUser(db, id) : null;
+    const row = Number.isSafeInteger(id) ? await findAdminUserRow(db, id) : null;
+    const user = row ? toAdminUser(row) : null;
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
     return user;
   }
@@ -102,13 +92,7 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
       throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
     }
     await db.transaction(async (tx) => {
-      const r = await tx.query<{ id: number; username: string }>(
-        `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
-           active = COALESCE($5, active), updated_at = now()
-         WHERE id = $1 RETURNING id, username`,
-        [id, patch.email?.trim() ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
-      );
-      const user = r.rows[0];
+      const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
       if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
       const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
       const action = patch.active === undefined || Object.keys(changed).length > 1
@@ -122,13 +106,7 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
     /** Users matching `q` in username, email or full name (case-insensitive), newest first. */
     async search(q: string | undefined, limit = 100): Promise<AdminUser[]> {
       const term = q?.trim();
-      const r = term
-        ? await db.query<AdminUserRow>(
-          `${SELECT_USERS} WHERE u.username ILIKE $1 OR u.email ILIKE $1 OR u.full_name ILIKE $1 ORDER BY u.id DESC LIMIT $2`,
-          [likePattern(term), limit],
-        )
-        : await db.query<AdminUserRow>(`${SELECT_USERS} ORDER BY u.id DESC LIMIT $1`, [limit]);
-      return r.rows.map(toAdminUser);
+      return (await searchAdminUsers(db, term ? likePattern(term) : null, limit)).map(toAdminUser);
     },
 
     get: getOr404,

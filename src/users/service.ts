@@ -29,8 +29,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       assertPasswordAllowed(input.password, config.PASSWORD_MIN_LENGTH, { username, email: input.email });
       const passwordHash = await hashPassword(input.password, config.BCRYPT_COST);
       return db.transaction(async (tx) => {
-        const taken = await tx.query('SELECT 1 FROM users WHERE username = $1', [username]);
-        if (taken.rowCount > 0) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
+        if (await findUserByUsername(tx, username)) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
         const user = await insertUser(tx, {
           username,
           email: input.email.trim(),
