@@ -10,7 +10,7 @@ import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
 import type { UserService } from '../users/service.ts';
 import { normalizeUsername } from '../users/username.ts';
 
-/** A user as administrators see it: SPEC 2.2 plus active, locked_until, totp_enabled. */
+/** A user as administrators see it: the public user (docs/contract.md, "Answers") plus active, locked_until, totp_enabled. */
 export type AdminUser = UserRecord & {
   /** The next sign-in must choose a new password. */
   must_change_password: boolean;

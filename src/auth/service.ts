@@ -250,7 +250,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
 export type AuthService = ReturnType<typeof createAuthService>;
 
-/** The public view of a user (SPEC 4.4). */
+/** The public view of a user (docs/contract.md, "Answers"). */
 export function publicUser(user: UserRecord): { id: number; username: string; email: string; role: string; full_name: string } {
   return { id: user.id, username: user.username, email: user.email, role: user.role, full_name: user.full_name };
 }

@@ -19,7 +19,7 @@ export interface RequestContext {
   userAgent: string | null;
 }
 
-/** The answer of a successful validation (SPEC 4.2). */
+/** The answer of a successful validation (docs/contract.md, "Answers"). */
 export interface ValidationResult {
   valid: true;
   user: { id: number; username: string; email: string };
