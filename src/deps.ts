@@ -22,15 +22,16 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
   const deps: Deps = { ...rest, events: outbox, metrics: base.metrics ?? createMetrics({ db: base.db }) };
   const users = createUserService(deps);
   const auth = createAuthService(deps);
+  const links = createLinkService({ db: deps.db });
   const mailer = createMailer(deps.config, deps.logger);
   return {
     deps,
     outbox,
     clients: createClientService(deps),
     users,
-    userAdmin: createUserAdmin({ db: deps.db, users }),
+    userAdmin: createUserAdmin({ db: deps.db, users, links, twoFactor: auth.twoFactor }),
     sso: createSsoService(deps),
-    links: createLinkService({ db: deps.db }),
+    links,
     webhooks: createWebhookService(deps),
     auth,
     mailer,

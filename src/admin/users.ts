@@ -1,14 +1,11 @@
-import { z } from 'zod';
-import { writeAudit } from '../audit/writer.ts';
-import { setTotpEnabled } from '../auth/queries.ts';
 import type { Actor } from '../audit/actor.ts';
+import type { TwoFactor } from '../auth/two-factor.ts';
 import type { Db } from '../db/db.ts';
-import { type AdminUserRow, findAdminUserRow, searchAdminUsers, updateUserProfile } from './queries.ts';
 import { AppError } from '../http/errors.ts';
-import { type LinkProver, type LinkStatus, listLinks } from '../links/queries.ts';
-import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
+import type { ListedLink, LinkService } from '../links/service.ts';
+import type { UserRecord } from '../users/queries.ts';
 import type { UserService } from '../users/service.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { type AdminUserRow, findAdminUserRow, searchAdminUsers } from './queries.ts';
 
 /** A user as administrators see it: the public user (docs/contract.md, "Answers") plus active, locked_until, totp_enabled. */
 export type AdminUser = UserRecord & {
@@ -25,10 +22,10 @@ export interface UserLink {
   client_name: string;
   external_username: string;
   /** Only an active (proven) link's name goes into tokens. */
-  status: LinkStatus;
+  status: ListedLink['status'];
   linked_at: string;
   confirmed_at: string | null;
-  confirmed_by: LinkProver | null;
+  confirmed_by: ListedLink['confirmed_by'];
 }
 
 function toAdminUser(r: AdminUserRow): AdminUser {
@@ -51,55 +48,15 @@ function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-function auditOf(actor: Actor, user: { id: number; username: string }) {
-  return {
-    userId: user.id,
-    username: user.username,
-    ipAddress: actor.ipAddress ?? null,
-    userAgent: actor.userAgent ?? null,
-  };
-}
-
-function actorDetails(actor: Actor): Record<string, unknown> {
-  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
-}
-
-export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
-
 /** User administration for the admin API and panel (by id; the CLI works by username). */
-export function createUserAdmin(deps: { db: Db; users: UserService }) {
-  const { db, users } = deps;
+export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<LinkService, 'list'>; twoFactor: Pick<TwoFactor, 'reset'> }) {
+  const { db, users, links, twoFactor } = deps;
 
   async function getOr404(id: number): Promise<AdminUser> {
     const row = Number.isSafeInteger(id) ? await findAdminUserRow(db, id) : null;
     const user = row ? toAdminUser(row) : null;
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
     return user;
-  }
-
-  /**
-   * Changes email, full name, role or the active flag. An administrator cannot demote or
-   * deactivate themselves: that would lock the last admin out of the panel.
-   */
-  async function updateProfile(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<void> {
-    if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
-      throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
-    }
-    if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
-      throw new AppError(400, 'invalid_email', 'email is not a valid address');
-    }
-    if (patch.role !== undefined && !ROLE.test(patch.role)) {
-      throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
-    }
-    await db.transaction(async (tx) => {
-      const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
-      if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-      const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-      const action = patch.active === undefined || Object.keys(changed).length > 1
-        ? 'user.update'
-        : patch.active ? 'user.activate' : 'user.deactivate';
-      await writeAudit(tx, { action, outcome: 'success', ...auditOf(actor, user), details: { ...actorDetails(actor), changed } });
-    });
   }
 
   return {
@@ -113,12 +70,12 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
 
     /** The client systems a user linked on the dashboard, with each link's state. */
     async links(id: number): Promise<UserLink[]> {
-      const rows = await listLinks(db, { userId: id }, 500);
+      const rows = await links.list({ userId: id }, 500);
       return rows
         .sort((a, b) => a.client_name.toLowerCase().localeCompare(b.client_name.toLowerCase()) || a.client_id.localeCompare(b.client_id))
         .map((l) => ({
           client_id: l.client_id, client_name: l.client_name, external_username: l.external_username, status: l.status,
-          linked_at: new Date(l.created_at).toISOString(), confirmed_at: l.confirmed_at ? new Date(l.confirmed_at).toISOString() : null, confirmed_by: l.confirmed_by,
+          linked_at: l.requested_at, confirmed_at: l.confirmed_at, confirmed_by: l.confirmed_by,
         }));
     },
 
@@ -141,7 +98,7 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
       actor: Actor,
     ): Promise<AdminUser> {
       const { password, must_change_password: mustChange, ...profile } = patch;
-      if (Object.keys(profile).length > 0) await updateProfile(id, profile, actor);
+      if (Object.keys(profile).length > 0) await users.updateProfile(id, profile, actor);
       // the password never reaches the profile's audit entry (`changed`)
       if (password !== undefined || mustChange !== undefined) await users.setPassword({ id }, { password, mustChange }, actor);
       return getOr404(id);
@@ -155,24 +112,13 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
 
     /** Clears the user's failed-login counter and lock. */
     async unlock(id: number, actor: Actor): Promise<AdminUser> {
-      const user = await getOr404(id);
-      await db.transaction(async (tx) => {
-        await clearLoginAttempts(tx, normalizeUsername(user.username));
-        await writeAudit(tx, { action: 'user.unlock', outcome: 'success', ...auditOf(actor, user), details: actorDetails(actor) });
-      });
+      await users.unlockUser(await getOr404(id), actor);
       return getOr404(id);
     },
 
     /** Turns two-factor off (secret and recovery codes forgotten), for a user who lost their device. */
     async resetTwoFactor(id: number, actor: Actor): Promise<AdminUser> {
-      const user = await getOr404(id);
-      await db.transaction(async (tx) => {
-        await setTotpEnabled(tx, id, false);
-        await writeAudit(tx, {
-          action: 'user.2fa_reset', outcome: 'success', ...auditOf(actor, user),
-          details: { ...actorDetails(actor), was_enabled: user.totp_enabled },
-        });
-      });
+      await twoFactor.reset(await getOr404(id), actor);
       return getOr404(id);
     },
   };

@@ -1,5 +1,6 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Queryable } from '../db/db.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import type { UserRecord } from '../users/queries.ts';
@@ -99,6 +100,21 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
         await events.record(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
       });
       return { recovery_codes: codes };
+    },
+
+    /**
+     * An administrator turns two-factor off for a user who lost their device: secret and
+     * recovery codes forgotten, audited as user.2fa_reset with the administrator.
+     */
+    async reset(user: { id: number; username: string; totp_enabled: boolean }, actor: Actor): Promise<void> {
+      await db.transaction(async (tx) => {
+        await setTotpEnabled(tx, user.id, false);
+        await writeAudit(tx, {
+          action: 'user.2fa_reset', outcome: 'success', userId: user.id, username: user.username,
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+          details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null, was_enabled: user.totp_enabled },
+        });
+      });
     },
 
     /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */

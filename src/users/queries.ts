@@ -66,3 +66,18 @@ export async function setUserActive(q: Queryable, username: string, active: bool
 export async function clearLoginAttempts(q: Queryable, login: string): Promise<void> {
   await q.query('DELETE FROM login_attempts WHERE login = $1', [login]);
 }
+
+/** Changes the fields given (undefined keeps one); null when there is no such user. */
+export async function updateUserProfile(
+  q: Queryable,
+  id: number,
+  patch: { email?: string; full_name?: string; role?: string; active?: boolean },
+): Promise<{ id: number; username: string } | null> {
+  const r = await q.query<{ id: number; username: string }>(
+    `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
+       active = COALESCE($5, active), updated_at = now()
+     WHERE id = $1 RETURNING id, username`,
+    [id, patch.email ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
+  );
+  return r.rows[0] ?? null;
+}
