@@ -22,6 +22,21 @@ export default tseslint.config(
     },
   },
   {
+    // SQL lives in the data layer only: queries.ts files (any name ending in queries.ts) and
+    // src/db/ (docs/architecture.md, "The layers"). Elsewhere a statement is refused, whether
+    // a string, a template or a `sql` tag, and so is running one (`.query(...)`).
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*queries.ts', 'src/db/**'],
+    rules: {
+      'no-restricted-syntax': ['error',
+        { selector: 'Literal[value=/^\\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\\s/]', message: 'SQL belongs in a queries.ts file or src/db/ (docs/architecture.md).' },
+        { selector: 'TemplateElement[value.raw=/^\\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\\s/]', message: 'SQL belongs in a queries.ts file or src/db/ (docs/architecture.md).' },
+        { selector: 'TaggedTemplateExpression[tag.name="sql"]', message: 'SQL belongs in a queries.ts file or src/db/ (docs/architecture.md).' },
+        { selector: 'CallExpression[callee.property.name="query"]', message: 'Statements run in a queries.ts file or src/db/ (docs/architecture.md); call a named query function.' },
+      ],
+    },
+  },
+  {
     // Tests read loosely typed JSON answers; their files hold one capability's cases each.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

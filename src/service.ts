@@ -56,8 +56,9 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
   const workers: Array<{ stop(): Promise<void> }> = [];
-  // Webhook delivery (woken after each commit, polling for other instances' and retried
-  // deliveries) and the token.expired sweep; stop() lets the current attempt finish.
+  // Webhook delivery (handed what a commit recorded, or woken by it, by the unit of work;
+  // polling for other instances' and retried deliveries) and the token.expired sweep;
+  // stop() lets the current attempt finish.
   // On PostgreSQL the dispatcher has a thread of its own (dispatcher-thread.ts); the
   // embedded database lives in this thread's memory, so there it shares this one.
   workers.push(db.connectionString
@@ -69,12 +70,12 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
           WEBHOOK_TIMEOUT_MS: config.WEBHOOK_TIMEOUT_MS, WEBHOOK_BACKOFF_MS: config.WEBHOOK_BACKOFF_MS,
         },
       },
-      logger, outbox: services.deps.outbox, metrics: services.deps.metrics,
+      logger, outbox: services.outbox, metrics: services.deps.metrics,
     })
-    : startDispatcher({ db, config, logger, outbox: services.deps.outbox, metrics: services.deps.metrics }));
+    : startDispatcher({ db, config, logger, outbox: services.outbox, metrics: services.deps.metrics }));
   // forgot-password requests finish their mail before the database closes
   workers.push({ stop: async () => { await services.passwords.drain(); services.mailer.close(); } });
-  workers.push(startExpirySweep({ db, outbox: services.deps.outbox, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
+  workers.push(startExpirySweep({ db, events: services.deps.events, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
   // Retention: rows past it are deleted every PRUNE_INTERVAL, in batches (retention/pruner.ts).
   workers.push(startPruner({ db, config, logger, metrics: services.deps.metrics }));
   return {

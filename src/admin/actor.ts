@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import { currentUser } from '../http/auth-guards.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';

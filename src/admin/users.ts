@@ -1,15 +1,13 @@
-import { z } from 'zod';
-import { writeAudit } from '../audit/writer.ts';
-import { setTotpEnabled } from '../auth/queries.ts';
-import type { Actor } from '../clients/service.ts';
-import type { Db, Queryable } from '../db/db.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { TwoFactor } from '../auth/two-factor.ts';
+import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
-import { type LinkProver, type LinkStatus, listLinks } from '../links/queries.ts';
-import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
+import type { ListedLink, LinkService } from '../links/service.ts';
+import type { UserRecord } from '../users/queries.ts';
 import type { UserService } from '../users/service.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { type AdminUserRow, findAdminUserRow, searchAdminUsers } from './queries.ts';
 
-/** A user as administrators see it: SPEC 2.2 plus active, locked_until, totp_enabled. */
+/** A user as administrators see it: the public user (docs/contract.md, "Answers") plus active, locked_until, totp_enabled. */
 export type AdminUser = UserRecord & {
   /** The next sign-in must choose a new password. */
   must_change_password: boolean;
@@ -24,18 +22,11 @@ export interface UserLink {
   client_name: string;
   external_username: string;
   /** Only an active (proven) link's name goes into tokens. */
-  status: LinkStatus;
+  status: ListedLink['status'];
   linked_at: string;
   confirmed_at: string | null;
-  confirmed_by: LinkProver | null;
+  confirmed_by: ListedLink['confirmed_by'];
 }
-
-type AdminUserRow = UserRecord & { locked_until: Date | null; created_at: Date; must_change_password: boolean };
-
-// lockout counters are keyed by the normalized login name, which is the stored username
-const SELECT_USERS = `SELECT u.id, u.username, u.email, u.role, u.full_name, u.active, u.totp_enabled, u.created_at, u.must_change_password,
-    CASE WHEN a.locked_until > now() THEN a.locked_until END AS locked_until
-  FROM users u LEFT JOIN login_attempts a ON a.login = u.username`;
 
 function toAdminUser(r: AdminUserRow): AdminUser {
   return {
@@ -57,90 +48,34 @@ function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-async function findAdminUser(q: Queryable, id: number): Promise<AdminUser | null> {
-  const r = await q.query<AdminUserRow>(`${SELECT_USERS} WHERE u.id = $1`, [id]);
-  return r.rows[0] ? toAdminUser(r.rows[0]) : null;
-}
-
-function auditOf(actor: Actor, user: { id: number; username: string }) {
-  return {
-    userId: user.id,
-    username: user.username,
-    ipAddress: actor.ipAddress ?? null,
-    userAgent: actor.userAgent ?? null,
-  };
-}
-
-function actorDetails(actor: Actor): Record<string, unknown> {
-  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
-}
-
-export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
-
 /** User administration for the admin API and panel (by id; the CLI works by username). */
-export function createUserAdmin(deps: { db: Db; users: UserService }) {
-  const { db, users } = deps;
+export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<LinkService, 'list'>; twoFactor: Pick<TwoFactor, 'reset'> }) {
+  const { db, users, links, twoFactor } = deps;
 
   async function getOr404(id: number): Promise<AdminUser> {
-    const user = Number.isSafeInteger(id) ? await findAdminUser(db, id) : null;
+    const row = Number.isSafeInteger(id) ? await findAdminUserRow(db, id) : null;
+    const user = row ? toAdminUser(row) : null;
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
     return user;
-  }
-
-  /**
-   * Changes email, full name, role or the active flag. An administrator cannot demote or
-   * deactivate themselves: that would lock the last admin out of the panel.
-   */
-  async function updateProfile(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<void> {
-    if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
-      throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
-    }
-    if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
-      throw new AppError(400, 'invalid_email', 'email is not a valid address');
-    }
-    if (patch.role !== undefined && !ROLE.test(patch.role)) {
-      throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
-    }
-    await db.transaction(async (tx) => {
-      const r = await tx.query<{ id: number; username: string }>(
-        `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
-           active = COALESCE($5, active), updated_at = now()
-         WHERE id = $1 RETURNING id, username`,
-        [id, patch.email?.trim() ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
-      );
-      const user = r.rows[0];
-      if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-      const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-      const action = patch.active === undefined || Object.keys(changed).length > 1
-        ? 'user.update'
-        : patch.active ? 'user.activate' : 'user.deactivate';
-      await writeAudit(tx, { action, outcome: 'success', ...auditOf(actor, user), details: { ...actorDetails(actor), changed } });
-    });
   }
 
   return {
     /** Users matching `q` in username, email or full name (case-insensitive), newest first. */
     async search(q: string | undefined, limit = 100): Promise<AdminUser[]> {
       const term = q?.trim();
-      const r = term
-        ? await db.query<AdminUserRow>(
-          `${SELECT_USERS} WHERE u.username ILIKE $1 OR u.email ILIKE $1 OR u.full_name ILIKE $1 ORDER BY u.id DESC LIMIT $2`,
-          [likePattern(term), limit],
-        )
-        : await db.query<AdminUserRow>(`${SELECT_USERS} ORDER BY u.id DESC LIMIT $1`, [limit]);
-      return r.rows.map(toAdminUser);
+      return (await searchAdminUsers(db, term ? likePattern(term) : null, limit)).map(toAdminUser);
     },
 
     get: getOr404,
 
     /** The client systems a user linked on the dashboard, with each link's state. */
     async links(id: number): Promise<UserLink[]> {
-      const rows = await listLinks(db, { userId: id }, 500);
+      const rows = await links.list({ userId: id }, 500);
       return rows
         .sort((a, b) => a.client_name.toLowerCase().localeCompare(b.client_name.toLowerCase()) || a.client_id.localeCompare(b.client_id))
         .map((l) => ({
           client_id: l.client_id, client_name: l.client_name, external_username: l.external_username, status: l.status,
-          linked_at: new Date(l.created_at).toISOString(), confirmed_at: l.confirmed_at ? new Date(l.confirmed_at).toISOString() : null, confirmed_by: l.confirmed_by,
+          linked_at: l.requested_at, confirmed_at: l.confirmed_at, confirmed_by: l.confirmed_by,
         }));
     },
 
@@ -163,7 +98,7 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
       actor: Actor,
     ): Promise<AdminUser> {
       const { password, must_change_password: mustChange, ...profile } = patch;
-      if (Object.keys(profile).length > 0) await updateProfile(id, profile, actor);
+      if (Object.keys(profile).length > 0) await users.updateProfile(id, profile, actor);
       // the password never reaches the profile's audit entry (`changed`)
       if (password !== undefined || mustChange !== undefined) await users.setPassword({ id }, { password, mustChange }, actor);
       return getOr404(id);
@@ -177,24 +112,13 @@ export function createUserAdmin(deps: { db: Db; users: UserService }) {
 
     /** Clears the user's failed-login counter and lock. */
     async unlock(id: number, actor: Actor): Promise<AdminUser> {
-      const user = await getOr404(id);
-      await db.transaction(async (tx) => {
-        await clearLoginAttempts(tx, normalizeUsername(user.username));
-        await writeAudit(tx, { action: 'user.unlock', outcome: 'success', ...auditOf(actor, user), details: actorDetails(actor) });
-      });
+      await users.unlockUser(await getOr404(id), actor);
       return getOr404(id);
     },
 
     /** Turns two-factor off (secret and recovery codes forgotten), for a user who lost their device. */
     async resetTwoFactor(id: number, actor: Actor): Promise<AdminUser> {
-      const user = await getOr404(id);
-      await db.transaction(async (tx) => {
-        await setTotpEnabled(tx, id, false);
-        await writeAudit(tx, {
-          action: 'user.2fa_reset', outcome: 'success', ...auditOf(actor, user),
-          details: { ...actorDetails(actor), was_enabled: user.totp_enabled },
-        });
-      });
+      await twoFactor.reset(await getOr404(id), actor);
       return getOr404(id);
     },
   };

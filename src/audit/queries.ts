@@ -1,4 +1,41 @@
 import type { Queryable } from '../db/db.ts';
+import { type Bind, statementParams, type WritePart } from '../db/statement.ts';
+
+/** One audit record. Never put passwords, secrets or whole tokens in `details`. */
+export interface AuditEntry {
+  action: string;
+  outcome: 'success' | 'failure';
+  userId?: number | null;
+  username?: string | null;
+  clientId?: string | null;
+  ipAddress?: string | null;
+  userAgent?: string | null;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The one INSERT of audit rows: `select` answers the columns action, outcome, user_id,
+ * username, client_id, ip_address, user_agent, details, in that order (from values bound
+ * here, or from the rows of another part of the same statement).
+ */
+export function insertAuditRows(select: string): string {
+  return `INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
+       ${select}`;
+}
+
+/** The insert of audit rows, in the order given, as a part of a larger statement (null: none). */
+export function auditRows(entries: readonly AuditEntry[]): WritePart | null {
+  if (entries.length === 0) return null;
+  const column = <T>(pick: (e: AuditEntry) => T) => entries.map(pick);
+  return {
+    sql: (bind: Bind) => insertAuditRows(`SELECT action, outcome, user_id, username, client_id, ip_address, user_agent, details
+       FROM unnest(${bind(column((e) => e.action))}::text[], ${bind(column((e) => e.outcome))}::text[], ${bind(column((e) => e.userId ?? null))}::int[],
+         ${bind(column((e) => e.username ?? null))}::text[], ${bind(column((e) => e.clientId ?? null))}::text[], ${bind(column((e) => e.ipAddress ?? null))}::text[],
+         ${bind(column((e) => e.userAgent?.slice(0, 512) ?? null))}::text[], ${bind(column((e) => JSON.stringify(e.details ?? {})))}::jsonb[])
+         WITH ORDINALITY AS e(action, outcome, user_id, username, client_id, ip_address, user_agent, details, n)
+       ORDER BY n`),
+  };
+}
 
 /** One audit row as read back. */
 export interface AuditRow {
@@ -31,13 +68,10 @@ export interface AuditFilter {
  * The WHERE clause of a filter, with its parameters. Every value is a bind parameter; the
  * keyset condition (`id < $n` or `id > $n`) is added by the caller.
  */
-function whereOf(f: AuditFilter): { clauses: string[]; params: unknown[] } {
+function whereOf(f: AuditFilter): { clauses: string[]; params: unknown[]; bind: Bind } {
   const clauses: string[] = [];
-  const params: unknown[] = [];
-  const add = (sql: string, value: unknown) => {
-    params.push(value);
-    clauses.push(sql.replace('?', `$${params.length}`));
-  };
+  const { bind, values: params } = statementParams();
+  const add = (sql: string, value: unknown) => clauses.push(sql.replace('?', bind(value)));
   if (f.userId !== undefined) add('user_id = ?', f.userId);
   if (f.username !== undefined) add('username = ?', f.username);
   if (f.clientId !== undefined) add('client_id = ?', f.clientId);
@@ -46,7 +80,7 @@ function whereOf(f: AuditFilter): { clauses: string[]; params: unknown[] } {
   if (f.ip !== undefined) add('ip_address = ?', f.ip);
   if (f.from !== undefined) add('at >= ?', f.from);
   if (f.to !== undefined) add('at < ?', f.to);
-  return { clauses, params };
+  return { clauses, params, bind };
 }
 
 // id as text: bigint; ORDER BY must name audit_log.id, or it would sort this text alias
@@ -58,15 +92,11 @@ const COLUMNS = 'id::text AS id, at, action, outcome, user_id, username, client_
  * page follows, so paging never counts the whole table.
  */
 export async function auditPage(q: Queryable, f: AuditFilter, limit: number, before?: bigint): Promise<{ rows: AuditRow[]; nextCursor: string | null }> {
-  const { clauses, params } = whereOf(f);
-  if (before !== undefined) {
-    params.push(before.toString());
-    clauses.push(`id < $${params.length}::bigint`);
-  }
-  params.push(limit + 1);
+  const { clauses, params, bind } = whereOf(f);
+  if (before !== undefined) clauses.push(`id < ${bind(before.toString())}::bigint`);
   const r = await q.query<AuditRow>(
     `SELECT ${COLUMNS} FROM audit_log ${clauses.length ? `WHERE ${clauses.join(' AND ')}` : ''}
-     ORDER BY audit_log.id DESC LIMIT $${params.length}`,
+     ORDER BY audit_log.id DESC LIMIT ${bind(limit + 1)}`,
     params,
   );
   const rows = r.rows.slice(0, limit).map(parseDetails);
@@ -78,12 +108,10 @@ export async function auditPage(q: Queryable, f: AuditFilter, limit: number, bef
  * the log batch by batch, so no more than one batch is ever held in memory.
  */
 export async function auditBatchAfter(q: Queryable, f: AuditFilter, after: string, size: number): Promise<AuditRow[]> {
-  const { clauses, params } = whereOf(f);
-  params.push(after);
-  clauses.push(`id > $${params.length}::bigint`);
-  params.push(size);
+  const { clauses, params, bind } = whereOf(f);
+  clauses.push(`id > ${bind(after)}::bigint`);
   const r = await q.query<AuditRow>(
-    `SELECT ${COLUMNS} FROM audit_log WHERE ${clauses.join(' AND ')} ORDER BY audit_log.id LIMIT $${params.length}`,
+    `SELECT ${COLUMNS} FROM audit_log WHERE ${clauses.join(' AND ')} ORDER BY audit_log.id LIMIT ${bind(size)}`,
     params,
   );
   return r.rows.map(parseDetails);

@@ -61,6 +61,11 @@ export async function consumePasswordReset(q: Queryable, tokenHash: string): Pro
   return r.rows[0]?.user_id ?? null;
 }
 
+/** Sets a new password hash and activates the user (the demo user's reset, src/demo/seed.ts). */
+export async function storePasswordAndActivate(q: Queryable, userId: number, passwordHash: string): Promise<void> {
+  await q.query('UPDATE users SET password_hash = $2, active = true, updated_at = now() WHERE id = $1', [userId, passwordHash]);
+}
+
 /**
  * Stores a new password hash: the must-change flag as given, every reset link of the user
  * dead, and access tokens issued before now refused (password_changed_at).

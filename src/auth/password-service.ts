@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
@@ -59,8 +59,8 @@ function resetMessage(user: UserRecord, link: string, ttlSeconds: number): { sub
  * work of forgot-password requests, which runs after the answer has left so that known and
  * unknown names answer alike and in the same time.
  */
-export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'outbox' | 'logger'> & { auth: AuthService; mailer: Mailer }) {
-  const { db, config, outbox, logger, auth, mailer } = deps;
+export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events' | 'logger'> & { auth: AuthService; mailer: Mailer }) {
+  const { db, config, events, logger, auth, mailer } = deps;
   const running = new Set<Promise<void>>();
   const publicUrl = (config.PUBLIC_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
 
@@ -121,9 +121,8 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'outbox
           action: 'user.password_change', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via },
         });
-        await signOutEverywhere(tx, outbox, user, { ...ctx, reason: 'password_change' }, keepSid);
+        await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid);
       });
-      outbox.wake();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return record;
     },
@@ -170,9 +169,8 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'outbox
           action: 'user.password_reset', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, unlocked: true },
         });
-        await signOutEverywhere(tx, outbox, user, { ...ctx, reason: 'password_reset' });
+        await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_reset' });
       });
-      outbox.wake();
       const { password_hash: _h, must_change_password: _m, ...record } = user;
       return record;
     },

@@ -1,7 +1,8 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { invalidateUnusedTokens, tokenUserForLogout } from '../sso/service.ts';
+import { invalidateUnusedTokens } from '../sso/queries.ts';
+import { tokenUserForLogout } from '../sso/service.ts';
 import { findUserById, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
@@ -40,8 +41,8 @@ export function metricFailureReason(reason: FailureReason): 'invalid_credentials
 }
 
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */
-export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'outbox' | 'metrics'>) {
-  const { db, config, signingKeys, outbox, metrics } = deps;
+export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'events' | 'metrics'>) {
+  const { db, config, signingKeys, events, metrics } = deps;
   const twoFactor = createTwoFactor(deps);
   prepareDummyHash(config.BCRYPT_COST);
 
@@ -57,7 +58,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           ...(counted.counted ? { failed_count: counted.failedCount } : { counted: false }),
         },
       });
-      await outbox.enqueue(tx, 'user.login_failed', {
+      await events.record(tx, 'user.login_failed', {
         username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason,
       });
       if (counted.counted && counted.lockedUntil) {
@@ -68,14 +69,13 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         });
         // user.locked describes an account; a name nobody has is locked just the same, but silently
         if (user) {
-          await outbox.enqueue(tx, 'user.locked', {
+          await events.record(tx, 'user.locked', {
             user_id: user.id, email: user.email, ip_address: input.ipAddress, locked_until: counted.lockedUntil.toISOString(),
           });
         }
       }
       return counted;
     });
-    outbox.wake();
     metrics.loginFailures.inc({ reason: metricFailureReason(reason) });
     if (outcome.counted && outcome.lockedUntil) metrics.lockouts.inc();
     if (!outcome.counted) {
@@ -98,11 +98,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         action: 'user.login', outcome: 'failure', userId: user?.id ?? null, username: login.slice(0, 200),
         ipAddress: input.ipAddress, userAgent: input.userAgent, details: { via: input.via, reason: 'account_locked' },
       });
-      await outbox.enqueue(tx, 'user.login_failed', {
+      await events.record(tx, 'user.login_failed', {
         username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason: 'account_locked',
       });
     });
-    outbox.wake();
     metrics.loginFailures.inc({ reason: metricFailureReason('account_locked') });
     throw accountLocked(remainingMinutes);
   }
@@ -143,12 +142,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
           userAgent: input.userAgent, details: { via: input.via, two_factor: twoFactorUsed },
         });
-        await outbox.enqueue(tx, 'user.login', {
+        await events.record(tx, 'user.login', {
           user_id: user.id, email: user.email, ip_address: input.ipAddress, user_agent: input.userAgent ?? '',
           client_system: OWN_SYSTEM, '2fa_used': twoFactorUsed,
         });
       });
-      outbox.wake();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return { user: record, twoFactorUsed };
     },
@@ -201,12 +199,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         clientId: args.clientId ?? null, ipAddress: args.ipAddress, userAgent: args.userAgent,
         details: { via: args.via, invalidated_tokens: count },
       });
-      await outbox.enqueue(tx, 'user.logout', {
+      await events.record(tx, 'user.logout', {
         user_id: args.userId, email: user?.email ?? '', ip_address: args.ipAddress, client_system: args.clientId ?? OWN_SYSTEM,
       });
       return count;
     });
-    outbox.wake();
     return { invalidatedTokens: invalidated };
   }
 
@@ -253,7 +250,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
 export type AuthService = ReturnType<typeof createAuthService>;
 
-/** The public view of a user (SPEC 4.4). */
+/** The public view of a user (docs/contract.md, "Answers"). */
 export function publicUser(user: UserRecord): { id: number; username: string; email: string; role: string; full_name: string } {
   return { id: user.id, username: user.username, email: user.email, role: user.role, full_name: user.full_name };
 }

@@ -33,3 +33,34 @@ export async function deleteUserSession(q: Queryable, userId: number, sid: strin
   const r = await q.query('DELETE FROM sessions WHERE user_id = $1 AND sid = $2', [userId, sid]);
   return r.rowCount > 0;
 }
+
+/**
+ * The session store's statements (src/http/session.ts, for express-session). A row is live
+ * until `expire`; `stale` says its "last seen" is older than `lastSeenStepSeconds`.
+ */
+export async function readSession(q: Queryable, sid: string, lastSeenStepSeconds: number): Promise<{ sess: unknown; stale: boolean } | null> {
+  const r = await q.query<{ sess: unknown; stale: boolean }>(
+    'SELECT sess, last_seen_at < now() - make_interval(secs => $2) AS stale FROM sessions WHERE sid = $1 AND expire > now()',
+    [sid, lastSeenStepSeconds],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** Moves a session's "last seen" to now. */
+export async function touchSessionLastSeen(q: Queryable, sid: string): Promise<void> {
+  await q.query('UPDATE sessions SET last_seen_at = now() WHERE sid = $1', [sid]);
+}
+
+/** Writes a session (new or changed) with its expiry. */
+export async function saveSession(q: Queryable, sid: string, sessJson: string, expire: Date): Promise<void> {
+  await q.query(
+    `INSERT INTO sessions (sid, sess, expire) VALUES ($1, $2::jsonb, $3)
+     ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
+    [sid, sessJson, expire],
+  );
+}
+
+/** Deletes one session. */
+export async function deleteSession(q: Queryable, sid: string): Promise<void> {
+  await q.query('DELETE FROM sessions WHERE sid = $1', [sid]);
+}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import type { UserRecord } from '../users/queries.ts';
 import { deleteUserSession, listUserSessions } from './session-queries.ts';
 import { signOutEverywhere } from './sign-out.ts';
@@ -42,8 +42,8 @@ export function describeDevice(userAgent: string | null | undefined): string {
 }
 
 /** A user's sessions: list them, end one, end all the others (sign out everywhere). */
-export function createSessionService(deps: Pick<Deps, 'db' | 'outbox'>) {
-  const { db, outbox } = deps;
+export function createSessionService(deps: Pick<Deps, 'db' | 'events'>) {
+  const { db, events } = deps;
   return {
     /** The user's live sessions, the current one (`currentSid`) marked. */
     async list(userId: number, currentSid?: string): Promise<UserSessionView[]> {
@@ -84,8 +84,7 @@ export function createSessionService(deps: Pick<Deps, 'db' | 'outbox'>) {
      * invalidated, user.logout is sent.
      */
     async endAll(user: UserRecord, ctx: SessionContext, keepSid?: string): Promise<{ ended_sessions: number; invalidated_tokens: number }> {
-      const result = await db.transaction((tx) => signOutEverywhere(tx, outbox, user, { ...ctx, reason: 'revoke_all' }, keepSid));
-      outbox.wake();
+      const result = await db.transaction((tx) => signOutEverywhere(tx, events, user, { ...ctx, reason: 'revoke_all' }, keepSid));
       return { ended_sessions: result.endedSessions, invalidated_tokens: result.invalidatedTokens };
     },
   };

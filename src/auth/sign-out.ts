@@ -1,7 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Queryable } from '../db/db.ts';
-import { invalidateUnusedTokens } from '../sso/service.ts';
-import type { EventOutbox } from '../webhooks/events.ts';
+import { invalidateUnusedTokens } from '../sso/queries.ts';
+import type { EventRecorder } from '../webhooks/events.ts';
 import { touchCredentials } from './password-queries.ts';
 import { deleteUserSessions } from './session-queries.ts';
 
@@ -24,11 +24,11 @@ export interface SignOutContext {
  * Signs a user out everywhere, inside the caller's transaction: every session ends (but
  * `exceptSid`, the caller's own when it stays signed in), access tokens issued until now are
  * refused, unused SSO tokens are invalidated, and user.logout is audited and enqueued as a
- * logout does. The caller wakes the outbox after the commit.
+ * logout does (the event goes out once the caller's transaction commits).
  */
 export async function signOutEverywhere(
   tx: Queryable,
-  outbox: EventOutbox,
+  events: EventRecorder,
   user: { id: number; username: string; email: string },
   ctx: SignOutContext,
   exceptSid?: string,
@@ -44,7 +44,7 @@ export async function signOutEverywhere(
       ...(ctx.actor ? { actor: ctx.actor } : {}),
     },
   });
-  await outbox.enqueue(tx, 'user.logout', {
+  await events.record(tx, 'user.logout', {
     user_id: user.id, email: user.email, ip_address: ctx.ipAddress ?? '', client_system: OWN_SYSTEM,
   });
   return { endedSessions, invalidatedTokens };

@@ -1,6 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Queryable } from '../db/db.ts';
-import type { Deps } from '../deps.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import type { UserRecord } from '../users/queries.ts';
 import {
@@ -18,8 +19,8 @@ const invalidCode = () => new AppError(400, 'invalid_totp', 'The two-factor code
 const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already used. Wait for the next code from your authenticator app.');
 
 /** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
-export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
-  const { db, config, outbox } = deps;
+export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
+  const { db, config, events } = deps;
 
   /**
    * Accepts a TOTP code (its time step claimed, so it works once) or an unused recovery
@@ -96,10 +97,24 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
         await setTotpEnabled(tx, user.id, true);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
-        await outbox.enqueue(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
+        await events.record(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
       });
-      outbox.wake();
       return { recovery_codes: codes };
+    },
+
+    /**
+     * An administrator turns two-factor off for a user who lost their device: secret and
+     * recovery codes forgotten, audited as user.2fa_reset with the administrator.
+     */
+    async reset(user: { id: number; username: string; totp_enabled: boolean }, actor: Actor): Promise<void> {
+      await db.transaction(async (tx) => {
+        await setTotpEnabled(tx, user.id, false);
+        await writeAudit(tx, {
+          action: 'user.2fa_reset', outcome: 'success', userId: user.id, username: user.username,
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+          details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null, was_enabled: user.totp_enabled },
+        });
+      });
     },
 
     /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */

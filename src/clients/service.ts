@@ -1,19 +1,11 @@
-import type { Deps } from '../deps.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
 import { type ClientRecord, findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
-
-/** Who made an administrative change, for the audit log. */
-export interface Actor {
-  userId?: number | null;
-  username?: string | null;
-  ipAddress?: string | null;
-  userAgent?: string | null;
-  via: 'cli' | 'admin_api' | 'admin_panel';
-}
 
 /** A client as shown to administrators: the secret masked. */
 export interface PublicClient {
@@ -108,8 +100,8 @@ export function checkGraceSeconds(value: number): number {
 }
 
 /** Client-system administration and the credential check of the SSO endpoints. */
-export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>) {
-  const { db, outbox } = deps;
+export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>) {
+  const { db, events } = deps;
   const production = deps.config.NODE_ENV === 'production';
   /** Credential checks arriving together read their clients in one statement (src/db/batch.ts). */
   const credentialLookup = createLookupLoader((ids: string[]) => findClients(db, ids), (c) => c.client_id);
@@ -141,9 +133,9 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
           allowedIps,
           logoUrl,
         });
+        events.written(tx); // client.registered, by the trigger
         return created;
       }));
-      outbox.wake();
       return { client, secret };
     },
 

@@ -24,6 +24,27 @@ export interface Queryable {
 }
 
 /**
+ * An open transaction: its statements, and what is to happen once it has committed (the
+ * unit of work). A statement run on the database itself commits on its own.
+ */
+export interface Transaction extends Queryable {
+  /**
+   * Runs `fn` once the transaction has committed, never when it rolls back; a function
+   * registered twice runs once (so "wake the dispatcher" registered by every event recorded
+   * in the transaction wakes it once).
+   */
+  afterCommit(fn: () => void): void;
+}
+
+/**
+ * Where `q`'s work takes effect: inside a transaction, `fn` waits for its commit; on the
+ * database itself the statement has already committed, so `fn` runs now.
+ */
+export function afterCommitOf(q: Queryable): (fn: () => void) => void {
+  return 'afterCommit' in q && typeof q.afterCommit === 'function' ? (fn) => (q as Transaction).afterCommit(fn) : (fn) => fn();
+}
+
+/**
  * The store the service runs on. Code above the data layer only sees this interface and
  * never knows whether PostgreSQL or the embedded PGlite database is underneath.
  */
@@ -35,8 +56,11 @@ export interface Db extends Queryable {
    * thread's memory.
    */
   readonly connectionString?: string;
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
+   * After the commit, the functions registered with `tx.afterCommit` run (src/db/unit-of-work.ts).
+   */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Connections in use and waiting, for /metrics. */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;

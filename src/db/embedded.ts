@@ -1,5 +1,6 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite';
 import type { Db, QueryResult } from './db.ts';
+import { runUnitOfWork } from './unit-of-work.ts';
 
 /**
  * Opens PGlite (in memory when `dataDir` is undefined) behind the Db interface. PGlite has a
@@ -27,10 +28,10 @@ export function embeddedDb(pglite: PGliteInterface): Db {
     kind: 'embedded',
     query: (sql, params) => wrap(pglite.query(sql, params)),
     exec: async (sql) => void (await pglite.exec(sql)),
-    transaction: (fn) =>
+    transaction: (work) => runUnitOfWork((fn) =>
       pglite.transaction((t) =>
         fn({ query: (sql, params) => wrap(t.query(sql, params)), exec: async (sql) => void (await t.exec(sql)) }),
-      ),
+      ), work),
     poolStats: () => ({ total: 1, idle: pending === 0 ? 1 : 0, waiting: Math.max(0, pending - 1) }),
     close: () => pglite.close(),
   };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
+import { runUnitOfWork } from './unit-of-work.ts';
 
 // int8 (counts, bigint ids) as numbers, as PGlite returns them; values here stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
@@ -40,7 +41,7 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
     connectionString: base.connectionString,
     query: (sql, params, options) => run(pool, sql, params, options),
     exec: async (sql) => void (await pool.query(sql)),
-    async transaction(fn) {
+    transaction: (work) => runUnitOfWork(async (fn) => {
       const client = await pool.connect();
       // A connection lost while this transaction holds the client between two statements is
       // emitted as 'error' on the client, which the pool listens for only while it is idle:
@@ -69,7 +70,7 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
         client.off('error', onLost);
         client.release(lost);
       }
-    },
+    }, work),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => pool.end(),
   };

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
+import { storePasswordAndActivate } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../deps.ts';
 import { findUserByUsername } from '../users/queries.ts';
@@ -64,7 +65,7 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
   if (user) {
     const hash = await hashPassword(password, deps.config.BCRYPT_COST);
     await deps.db.transaction(async (tx) => {
-      await tx.query('UPDATE users SET password_hash = $2, active = true, updated_at = now() WHERE id = $1', [user.id, hash]);
+      await storePasswordAndActivate(tx, user.id, hash);
       await writeAudit(tx, {
         action: 'user.password_reset', outcome: 'success', userId: user.id, username: user.username,
         details: { via: ACTOR.via, actor: ACTOR.username },

@@ -55,7 +55,7 @@ export function asServiceUnavailable(err: unknown): ServiceUnavailableError | nu
   return cause === null ? null : new ServiceUnavailableError(cause, { cause: err });
 }
 
-/** Errors raised by body-parser, mapped to the codes DESIGN.md names. */
+/** Errors raised by body-parser, mapped to the codes of docs/contract.md ("Answers"). */
 const BODY_PARSER_ERRORS: Record<string, [number, string, string]> = {
   'entity.parse.failed': [400, 'invalid_json', 'The request body is not valid JSON'],
   'entity.too.large': [413, 'payload_too_large', 'The request body is too large'],

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { RequestHandler } from 'express';
 import session, { Store, type SessionData } from 'express-session';
 import type { Config } from '../config.ts';
+import { deleteSession, readSession, saveSession, touchSessionLastSeen } from '../auth/session-queries.ts';
 import type { Db } from '../db/db.ts';
 
 declare module 'express-session' {
@@ -45,32 +46,22 @@ export class DbSessionStore extends Store {
   }
 
   override get(sid: string, callback: (err: unknown, session?: SessionData | null) => void): void {
-    this.db
-      .query<{ sess: SessionData | string; stale: boolean }>(
-        `SELECT sess, last_seen_at < now() - interval '${LAST_SEEN_STEP_SECONDS} seconds' AS stale FROM sessions WHERE sid = $1 AND expire > now()`,
-        [sid],
-      )
-      .then((r) => {
-        const row = r.rows[0];
+    readSession(this.db, sid, LAST_SEEN_STEP_SECONDS)
+      .then((row) => {
         // "last seen" on the user's sessions page: moved at most once a step, not on every request
-        if (row?.stale) this.db.query('UPDATE sessions SET last_seen_at = now() WHERE sid = $1', [sid]).catch(() => {});
-        const raw = row?.sess;
+        if (row?.stale) touchSessionLastSeen(this.db, sid).catch(() => {});
+        const raw = row?.sess as SessionData | string | undefined;
         callback(null, raw === undefined ? null : typeof raw === 'string' ? JSON.parse(raw) : raw);
       }, callback);
   }
 
   override set(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
-    this.db
-      .query(
-        `INSERT INTO sessions (sid, sess, expire) VALUES ($1, $2::jsonb, $3)
-         ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
-        [sid, JSON.stringify(sess), this.expiry(sess)],
-      )
+    saveSession(this.db, sid, JSON.stringify(sess), this.expiry(sess))
       .then(() => callback?.(), (err) => callback?.(err));
   }
 
   override destroy(sid: string, callback?: (err?: unknown) => void): void {
-    this.db.query('DELETE FROM sessions WHERE sid = $1', [sid]).then(() => callback?.(), (err) => callback?.(err));
+    deleteSession(this.db, sid).then(() => callback?.(), (err) => callback?.(err));
   }
 }
 

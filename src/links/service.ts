@@ -1,8 +1,8 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Actor } from '../clients/service.ts';
+import type { Actor } from '../audit/actor.ts';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
-import { invalidateUnusedTokens } from '../sso/service.ts';
+import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { findUserById } from '../users/queries.ts';
 import {
   activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName,

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/db.ts';
+import { countPendingDeliveries } from '../webhooks/queries.ts';
 
 /**
  * The service's Prometheus metrics. Each instance has its own Registry (never the global
@@ -50,8 +51,7 @@ export function createMetrics(options: { db?: Db; processMetrics?: boolean } = {
       registers,
       async collect() {
         try {
-          const r = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'");
-          this.set(r.rows[0]?.n ?? 0);
+          this.set(await countPendingDeliveries(db));
         } catch {
           // The database is unreachable: leave the last value; /readyz reports the outage.
         }

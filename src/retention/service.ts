@@ -1,5 +1,5 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import { prunePass, type PruneReport } from './pruner.ts';
 
 /**

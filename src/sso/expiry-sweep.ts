@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
-import type { EventOutbox } from '../webhooks/events.ts';
+import type { EventRecorder } from '../webhooks/events.ts';
+import { markExpiredTokensNotified } from './queries.ts';
 import { failureFields } from '../http/unavailable.ts';
 
 /** Tokens handled per statement, so one sweep after a long outage stays a short transaction. */
@@ -13,37 +14,26 @@ const BATCH = 500;
  * once, each token is taken by exactly one of them, and its event exists only if that
  * transaction commits. Returns how many tokens were handled.
  */
-export async function sweepExpiredTokens(db: Db, outbox: EventOutbox): Promise<number> {
+export async function sweepExpiredTokens(db: Db, events: EventRecorder): Promise<number> {
   let total = 0;
   for (;;) {
     const handled = await db.transaction(async (tx) => {
-      const r = await tx.query<{ jti: string; user_id: number; client_id: string; expires_at: Date }>(
-        `UPDATE sso_tokens t SET expiry_notified_at = now()
-         WHERE t.jti IN (
-           SELECT jti FROM sso_tokens
-           WHERE expiry_notified_at IS NULL AND used_at IS NULL AND invalidated_at IS NULL AND expires_at <= now()
-           ORDER BY expires_at LIMIT $1
-           FOR UPDATE SKIP LOCKED)
-         AND t.expiry_notified_at IS NULL
-         RETURNING t.jti, t.user_id, t.client_id, t.expires_at`,
-        [BATCH],
-      );
-      await outbox.enqueueMany(
+      const expired = await markExpiredTokensNotified(tx, BATCH);
+      await events.record(
         tx,
         'token.expired',
-        r.rows.map((t) => ({
+        expired.map((t) => ({
           user_id: t.user_id,
           token_id: t.jti,
           client_system: t.client_id,
           expired_at: new Date(t.expires_at).toISOString(),
         })),
       );
-      return r.rows.length;
+      return expired.length;
     });
     total += handled;
     if (handled < BATCH) break;
   }
-  if (total > 0) outbox.wake();
   return total;
 }
 
@@ -51,12 +41,12 @@ export async function sweepExpiredTokens(db: Db, outbox: EventOutbox): Promise<n
  * Runs the sweep every `intervalMs`. `stop` waits for a sweep in progress to commit, so a
  * stopping instance leaves no token marked without its event (they are one transaction anyway).
  */
-export function startExpirySweep(options: { db: Db; outbox: EventOutbox; logger: Logger; intervalMs: number }): { stop(): Promise<void> } {
-  const { db, outbox, logger, intervalMs } = options;
+export function startExpirySweep(options: { db: Db; events: EventRecorder; logger: Logger; intervalMs: number }): { stop(): Promise<void> } {
+  const { db, events, logger, intervalMs } = options;
   let running: Promise<void> | null = null;
   const tick = () => {
     if (running) return;
-    running = sweepExpiredTokens(db, outbox)
+    running = sweepExpiredTokens(db, events)
       .then((n) => {
         if (n > 0) logger.debug({ tokens: n }, 'token.expired events enqueued');
       })

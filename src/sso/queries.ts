@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
-import { placeholders, type WritePart } from '../db/statement.ts';
+import { insertAuditRows } from '../audit/queries.ts';
+import type { WritePart } from '../db/statement.ts';
 
 /** An issued token as recorded for the single-use check. */
 export interface IssuedTokenRow {
@@ -16,20 +17,10 @@ export interface IssuedTokenRow {
 export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | null {
   if (tokens.length === 0) return null;
   return {
-    sql: (first) => {
-      const [jti, user, client, username, ip, issued, expires] = placeholders(first, 7);
-      return `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-       SELECT * FROM unnest(${jti}::uuid[], ${user}::int[], ${client}::text[], ${username}::text[], ${ip}::text[], ${issued}::timestamptz[], ${expires}::timestamptz[])`;
-    },
-    values: [
-      tokens.map((t) => t.jti),
-      tokens.map((t) => t.userId),
-      tokens.map((t) => t.clientId),
-      tokens.map((t) => t.username),
-      tokens.map((t) => t.ipAddress),
-      tokens.map((t) => t.issuedAt),
-      tokens.map((t) => t.expiresAt),
-    ],
+    sql: (bind) => `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT * FROM unnest(${bind(tokens.map((t) => t.jti))}::uuid[], ${bind(tokens.map((t) => t.userId))}::int[],
+         ${bind(tokens.map((t) => t.clientId))}::text[], ${bind(tokens.map((t) => t.username))}::text[], ${bind(tokens.map((t) => t.ipAddress))}::text[],
+         ${bind(tokens.map((t) => t.issuedAt))}::timestamptz[], ${bind(tokens.map((t) => t.expiresAt))}::timestamptz[])`,
   };
 }
 
@@ -79,9 +70,8 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
             WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
        RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, u.email, t.expires_at
      ), audit AS (
-       INSERT INTO audit_log (action, outcome, user_id, username, client_id, ip_address, user_agent, details)
-       SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
-       FROM consumed ORDER BY n
+       ${insertAuditRows(`SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
+       FROM consumed ORDER BY n`)}
      )
      SELECT n::int AS n, user_id, username, email, expires_at FROM consumed`,
     [
@@ -122,4 +112,45 @@ export async function tokenState(
     [jti],
   );
   return r.rows[0] ?? null;
+}
+/**
+ * Invalidates a user's issued-but-unused SSO tokens (all of them, or only those for
+ * `clientId`), in one statement; returns how many. A logout makes them worthless before
+ * they expire.
+ */
+export async function invalidateUnusedTokens(q: Queryable, userId: number, clientId?: string): Promise<number> {
+  const r = await q.query(
+    `UPDATE sso_tokens SET invalidated_at = now()
+     WHERE user_id = $1 AND ($2::text IS NULL OR client_id = $2)
+       AND used_at IS NULL AND invalidated_at IS NULL AND expires_at > now()
+     RETURNING jti`,
+    [userId, clientId ?? null],
+  );
+  return r.rowCount;
+}
+
+/** The user of a token issued to `clientId`, whatever its state; null when there is none. */
+export async function tokenUserId(q: Queryable, jti: string, clientId: string): Promise<number | null> {
+  const r = await q.query<{ user_id: number }>('SELECT user_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [jti, clientId]);
+  return r.rows[0]?.user_id ?? null;
+}
+
+/**
+ * Marks up to `limit` tokens that expired unused as notified and answers them. The WHERE
+ * re-checks `expiry_notified_at IS NULL` on the latest row version: when several instances
+ * sweep at once, each token is taken by exactly one of them.
+ */
+export async function markExpiredTokensNotified(q: Queryable, limit: number): Promise<Array<{ jti: string; user_id: number; client_id: string; expires_at: Date }>> {
+  const r = await q.query<{ jti: string; user_id: number; client_id: string; expires_at: Date }>(
+    `UPDATE sso_tokens t SET expiry_notified_at = now()
+     WHERE t.jti IN (
+       SELECT jti FROM sso_tokens
+       WHERE expiry_notified_at IS NULL AND used_at IS NULL AND invalidated_at IS NULL AND expires_at <= now()
+       ORDER BY expires_at LIMIT $1
+       FOR UPDATE SKIP LOCKED)
+     AND t.expiry_notified_at IS NULL
+     RETURNING t.jti, t.user_id, t.client_id, t.expires_at`,
+    [limit],
+  );
+  return r.rows;
 }

@@ -1,17 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { type AuditEntry, auditRows, writeAudit } from '../audit/writer.ts';
+import { writeAudit } from '../audit/writer.ts';
 import { isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/queries.ts';
 import type { Queryable } from '../db/db.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { findUsersByUsername, type UserRecord } from '../users/queries.ts';
+import { createUserLookup, type UserRecord } from '../users/queries.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
-import { writeTogether } from '../db/statement.ts';
-import { eventDeliveries } from '../webhooks/events.ts';
-import type { ClaimedDelivery } from '../webhooks/queries.ts';
-import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
+import { tokenUserId } from './queries.ts';
+import { createTokenStore } from './token-store.ts';
 import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -22,14 +19,7 @@ export interface RequestContext {
   userAgent: string | null;
 }
 
-/** What one token issue writes: its row, its audit entry and its user.login event. */
-interface IssueRecord {
-  token: IssuedTokenRow;
-  audit: AuditEntry;
-  event: Record<string, unknown>;
-}
-
-/** The answer of a successful validation (SPEC 4.2). */
+/** The answer of a successful validation (docs/contract.md, "Answers"). */
 export interface ValidationResult {
   valid: true;
   user: { id: number; username: string; email: string };
@@ -50,31 +40,10 @@ function rejected(reason: string): AppError {
 }
 
 /** Issuing and validating single-use SSO tokens. */
-export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'outbox' | 'metrics'>) {
-  const { db, config, signingKeys, outbox, metrics } = deps;
-  /** Validations arriving together consume their tokens in one statement (src/db/batch.ts). */
-  const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
-  /**
-   * Issues arriving together are recorded in one statement: their token rows, audit rows
-   * and user.login events, each kind in one part of it. A token exists (and can be
-   * validated) exactly when its audit row and event do.
-   */
-  const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
-    // With a dispatcher in this process the events are written already leased to it and
-    // handed over after the commit: they go out without a claim statement.
-    const leaseMs = outbox.handOffLeaseMs();
-    const events = records.map((r) => r.event);
-    const handed = await writeTogether<ClaimedDelivery>(db, [
-      issuedTokenRows(records.map((r) => r.token)),
-      auditRows(records.map((r) => r.audit)),
-      eventDeliveries('user.login', events, leaseMs === null ? undefined : { leaseMs }),
-    ]);
-    if (leaseMs === null) outbox.wake();
-    else outbox.handOff(handed);
-    return records.map(() => true as const);
-  });
-  /** Server-to-server issues look their users up together too. */
-  const userLookup = createLookupLoader((names: string[]) => findUsersByUsername(db, names), (u) => u.username);
+export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'events' | 'metrics'>) {
+  const { db, config, signingKeys, events, metrics } = deps;
+  const tokens = createTokenStore(db, events);
+  const users = createUserLookup(db);
 
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
@@ -105,7 +74,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       jti: randomUUID(),
     };
     const token = signToken(claims, signingKeys);
-    await recorder.load({
+    await tokens.recordIssue({
       token: {
         jti: claims.jti,
         userId: user.id,
@@ -143,7 +112,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
 
     /** Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. */
     async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string }) {
-      const user = await userLookup.load(normalizeUsername(rawUsername));
+      const user = await users.byUsername(normalizeUsername(rawUsername));
       if (!user || !user.active) {
         await writeAudit(db, {
           action: 'token.issue',
@@ -187,9 +156,9 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       if (ctx.expectedIp !== undefined && ctx.expectedIp !== claims.ip_address) {
         throw await fail('ip_mismatch', { jti: claims.jti });
       }
-      const consumed = await consumer.load({ jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
+      const consumed = await tokens.consume({ jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
       if (!consumed) {
-        const state = await tokenState(db, claims.jti);
+        const state = await tokens.state(claims.jti);
         const reason = !state || state.client_id !== client.client_id
           ? 'invalid_token'
           : state.used_at ? 'token_already_used'
@@ -219,22 +188,6 @@ export function buildRedirectUrl(callbackUrl: string, token: string, state?: str
 }
 
 /**
- * Invalidates a user's issued-but-unused SSO tokens (all of them, or only those for
- * `clientId`), in one statement; returns how many. A logout makes them worthless before
- * they expire.
- */
-export async function invalidateUnusedTokens(q: Queryable, userId: number, clientId?: string): Promise<number> {
-  const r = await q.query(
-    `UPDATE sso_tokens SET invalidated_at = now()
-     WHERE user_id = $1 AND ($2::text IS NULL OR client_id = $2)
-       AND used_at IS NULL AND invalidated_at IS NULL AND expires_at > now()
-     RETURNING jti`,
-    [userId, clientId ?? null],
-  );
-  return r.rowCount;
-}
-
-/**
  * The user an SSO token names, for a client system's logout call: the signature, issuer
  * and audience must hold and the token must have been issued by us to this very client;
  * expiry is not checked (a client logs a user out long after the token was consumed).
@@ -249,6 +202,5 @@ export async function tokenUserForLogout(
   if (!verified.ok) return null;
   const claims = verified.claims;
   if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== clientId) return null;
-  const r = await q.query<{ user_id: number }>('SELECT user_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [claims.jti, clientId]);
-  return r.rows[0]?.user_id ?? null;
+  return tokenUserId(q, claims.jti, clientId);
 }

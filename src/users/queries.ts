@@ -1,3 +1,4 @@
+import { createLookupLoader } from '../db/batch.ts';
 import type { Queryable } from '../db/db.ts';
 
 /** A user as stored, without secrets. */
@@ -22,6 +23,15 @@ export async function findUserByUsername(q: Queryable, username: string): Promis
 /** The users with these normalized usernames that exist, in no particular order. */
 export async function findUsersByUsername(q: Queryable, usernames: readonly string[]): Promise<UserRecord[]> {
   return (await q.query<UserRecord>(`SELECT ${USER_COLUMNS} FROM users WHERE username = ANY ($1::text[])`, [usernames], { prepare: true })).rows;
+}
+
+/**
+ * Users by normalized username for a hot path: lookups arriving in the same turn of the
+ * event loop share one statement (src/db/batch.ts).
+ */
+export function createUserLookup(q: Queryable): { byUsername(username: string): Promise<UserRecord | null> } {
+  const loader = createLookupLoader((names: string[]) => findUsersByUsername(q, names), (u) => u.username);
+  return { byUsername: (username) => loader.load(username) };
 }
 
 /** The user with this id, or null. */
@@ -55,4 +65,19 @@ export async function setUserActive(q: Queryable, username: string, active: bool
 /** Clears the failed-login counter and any lock of a login name. */
 export async function clearLoginAttempts(q: Queryable, login: string): Promise<void> {
   await q.query('DELETE FROM login_attempts WHERE login = $1', [login]);
+}
+
+/** Changes the fields given (undefined keeps one); null when there is no such user. */
+export async function updateUserProfile(
+  q: Queryable,
+  id: number,
+  patch: { email?: string; full_name?: string; role?: string; active?: boolean },
+): Promise<{ id: number; username: string } | null> {
+  const r = await q.query<{ id: number; username: string }>(
+    `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
+       active = COALESCE($5, active), updated_at = now()
+     WHERE id = $1 RETURNING id, username`,
+    [id, patch.email ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
+  );
+  return r.rows[0] ?? null;
 }

@@ -4,17 +4,33 @@ import { assertPasswordAllowed } from '../auth/password-policy.ts';
 import { setMustChangePassword, storePassword } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
-import type { Actor } from '../clients/service.ts';
-import type { Deps } from '../deps.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, type UserRecord } from './queries.ts';
+import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile, type UserRecord } from './queries.ts';
 import { normalizeUsername } from './username.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
+export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
+
+/** The audit fields of a change an administrator made to `user` (admin API and panel). */
+function byAdministrator(actor: Actor, user: { id: number; username: string }) {
+  return {
+    userId: user.id,
+    username: user.username,
+    ipAddress: actor.ipAddress ?? null,
+    userAgent: actor.userAgent ?? null,
+  };
+}
+
+function actorDetails(actor: Actor): Record<string, unknown> {
+  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
+}
+
 /** User administration shared by the command line and the admin API. */
-export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) {
-  const { db, config, outbox } = deps;
+export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
+  const { db, config, events } = deps;
   return {
     /** Creates a user with a bcrypt-hashed password; 409 when the (normalized) name is taken. */
     async createUser(
@@ -29,8 +45,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) 
       assertPasswordAllowed(input.password, config.PASSWORD_MIN_LENGTH, { username, email: input.email });
       const passwordHash = await hashPassword(input.password, config.BCRYPT_COST);
       return db.transaction(async (tx) => {
-        const taken = await tx.query('SELECT 1 FROM users WHERE username = $1', [username]);
-        if (taken.rowCount > 0) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
+        if (await findUserByUsername(tx, username)) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
         const user = await insertUser(tx, {
           username,
           email: input.email.trim(),
@@ -91,13 +106,46 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'outbox'>) 
           details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
         });
         if (hash !== undefined || mustChange) {
-          await signOutEverywhere(tx, outbox, found, {
+          await signOutEverywhere(tx, events, found, {
             ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
           });
         }
       });
-      outbox.wake();
       return { ...found, must_change_password: mustChange };
+    },
+
+    /**
+     * Changes email, full name, role or the active flag (by id, for the admin API and panel).
+     * An administrator cannot demote or deactivate themselves: that would lock the last admin
+     * out of the panel.
+     */
+    async updateProfile(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<void> {
+      if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
+        throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
+      }
+      if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
+        throw new AppError(400, 'invalid_email', 'email is not a valid address');
+      }
+      if (patch.role !== undefined && !ROLE.test(patch.role)) {
+        throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
+      }
+      await db.transaction(async (tx) => {
+        const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
+        if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+        const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+        const action = patch.active === undefined || Object.keys(changed).length > 1
+          ? 'user.update'
+          : patch.active ? 'user.activate' : 'user.deactivate';
+        await writeAudit(tx, { action, outcome: 'success', ...byAdministrator(actor, user), details: { ...actorDetails(actor), changed } });
+      });
+    },
+
+    /** Clears a user's failed-login counter and lock (by id, for the admin API and panel). */
+    async unlockUser(user: { id: number; username: string }, actor: Actor): Promise<void> {
+      await db.transaction(async (tx) => {
+        await clearLoginAttempts(tx, normalizeUsername(user.username));
+        await writeAudit(tx, { action: 'user.unlock', outcome: 'success', ...byAdministrator(actor, user), details: actorDetails(actor) });
+      });
     },
 
     /** Clears the lockout of a login name (whether or not such a user exists). */

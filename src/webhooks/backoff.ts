@@ -1,4 +1,4 @@
-/** The first attempt plus three retries (SPEC 6: "retried 3 times"). */
+/** The first attempt plus three retries (docs/contract.md, "Webhooks": "retried 3 times"). */
 export const MAX_ATTEMPTS = 4;
 
 /** Jitter spreads retries of many deliveries that failed together (e.g. a receiver outage). */

@@ -1,8 +1,9 @@
-import type { Queryable } from '../db/db.ts';
-import { placeholders, type WritePart, writeTogether } from '../db/statement.ts';
-import { CLAIMED_DELIVERY_COLUMNS, type ClaimedDelivery } from './queries.ts';
+import { afterCommitOf, type Queryable } from '../db/db.ts';
+import { type WritePart, writeTogether } from '../db/statement.ts';
+import { deliveryRows } from './event-queries.ts';
+import type { ClaimedDelivery } from './queries.ts';
 
-/** The seven event types of SPEC.md section 6. */
+/** The seven event types of the webhook contract (README, "Webhooks"). */
 export const EVENT_TYPES = [
   'user.login',
   'user.logout',
@@ -14,24 +15,45 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** One event's payload (its `data`). */
+export type EventData = Record<string, unknown>;
+
 /**
- * The outbox: `enqueue` writes one delivery row per active webhook subscribed to the event,
- * inside the caller's transaction, so an event exists exactly when the change that caused
- * it was committed. `wake` tells the dispatcher (if one runs in this process) to send now.
+ * What a use case sees of the webhook pipeline: it records events inside its transaction and
+ * nothing more. An event exists exactly when the change that caused it was committed; what
+ * happens after the commit (the dispatcher woken, or the deliveries handed to it) is run by
+ * the unit of work (src/db/unit-of-work.ts), never by the use case.
  */
-export interface EventOutbox {
-  enqueue(tx: Queryable, event: EventType, data: Record<string, unknown>): Promise<void>;
-  /** The same for many events of one type in one statement (e.g. a sweep's batch). */
-  enqueueMany(tx: Queryable, event: EventType, data: Array<Record<string, unknown>>): Promise<void>;
-  /** Called after the transaction that enqueued has committed. */
+export interface EventRecorder {
+  /**
+   * Records events of one type in `tx`: one delivery row per active webhook subscribed to
+   * the event. They go out once `tx` commits, never when it rolls back.
+   */
+  record(tx: Queryable, event: EventType, data: EventData | ReadonlyArray<EventData>): Promise<void>;
+  /**
+   * The same, as a part of one statement written with others (src/db/statement.ts): for a
+   * hot path that writes its rows and its events in one round trip.
+   */
+  part(event: EventType, data: ReadonlyArray<EventData>): WritePart | null;
+  /**
+   * Says that `tx` wrote deliveries by other means (a database trigger, a delivery queued
+   * again): they too go out once it commits.
+   */
+  written(tx: Queryable): void;
+}
+
+/**
+ * The outbox of one process: the recorder the use cases get, and the side the dispatcher of
+ * this process (if any) listens on. With a dispatcher attached (onHandOff), events written as
+ * a statement's part are written already leased to it and handed over after the commit: they
+ * go out without a claim statement and without waiting. Otherwise the commit wakes it.
+ */
+export interface EventOutbox extends EventRecorder {
+  /** Tells the dispatcher to look for due deliveries now. */
   wake(): void;
   /** The dispatcher registers here to be woken. */
   onWake(listener: () => void): () => void;
-  /**
-   * The lease a dispatcher of this process takes deliveries with (onHandOff), or null when
-   * none does. A hot path that knows it can write its events already leased
-   * (eventDeliveries with a lease) and hand them over after commit: no claim statement, no wait.
-   */
+  /** The lease a dispatcher of this process takes deliveries with (onHandOff), or null when none does. */
   handOffLeaseMs(): number | null;
   /** Gives committed, leased deliveries to the dispatcher; with none attached, they go out when their lease ends. */
   handOff(deliveries: ClaimedDelivery[]): void;
@@ -39,55 +61,39 @@ export interface EventOutbox {
   onHandOff(leaseMs: number, listener: (deliveries: ClaimedDelivery[]) => void): () => void;
 }
 
-/**
- * The delivery rows of events of one type (one per event and active webhook subscribed to
- * it, in order), as a part of a larger statement: the events' own transaction or statement.
- *
- * With `lease`, the rows are written already claimed for their first attempt and leased to
- * the dispatcher they will be handed to (EventOutbox.handOff), and the statement answers
- * them as that dispatcher needs them (ClaimedDelivery).
- */
-export function eventDeliveries(event: EventType, data: ReadonlyArray<Record<string, unknown>>, lease?: { leaseMs: number }): WritePart | null {
-  if (data.length === 0) return null;
-  const part: WritePart = {
-    sql: (first) => {
-      const [name, events, leaseMs] = placeholders(first, lease ? 3 : 2);
-      const [columns, values] = lease
-        ? [', attempts, locked_until', `, 1, now() + make_interval(secs => ${leaseMs}::double precision / 1000)`]
-        : ['', ''];
-      return `INSERT INTO webhook_deliveries (id, webhook_id, event, data${columns})
-       SELECT gen_random_uuid(), w.id, ${name}::text, e.value${values}
-       FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
-       CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
-       ORDER BY e.n, w.id${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : ''}`;
-    },
-    values: lease ? [event, JSON.stringify(data), lease.leaseMs] : [event, JSON.stringify(data)],
-  };
-  if (lease) part.answer = (cte) => `${CLAIMED_DELIVERY_COLUMNS} FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
-  return part;
-}
-
-/** Creates the outbox used by every use case that emits events. */
+/** Creates the outbox of this process (src/deps.ts gives its recorder side to every use case). */
 export function createOutbox(): EventOutbox {
   const listeners = new Set<() => void>();
   let taker: { leaseMs: number; take: (deliveries: ClaimedDelivery[]) => void } | null = null;
-  const enqueueMany: EventOutbox['enqueueMany'] = async (tx, event, data) => {
-    await writeTogether(tx, [eventDeliveries(event, data)]);
+  // one function, so a transaction that records several events wakes the dispatcher once
+  const wake = () => {
+    for (const l of listeners) l();
+  };
+  const handOff = (deliveries: ClaimedDelivery[]) => {
+    if (deliveries.length > 0) taker?.take(deliveries);
   };
   return {
-    enqueue: (tx, event, data) => enqueueMany(tx, event, [data]),
-    enqueueMany,
-    wake() {
-      for (const l of listeners) l();
+    async record(tx, event, data) {
+      const part = deliveryRows(event, Array.isArray(data) ? data : [data]);
+      if (part) await writeTogether(tx, [{ ...part, committed: wake }]);
     },
+    written: (tx) => afterCommitOf(tx)(wake),
+    part(event, data) {
+      const leaseMs = taker?.leaseMs;
+      if (leaseMs === undefined) {
+        const part = deliveryRows(event, data);
+        return part && { ...part, committed: wake };
+      }
+      const part = deliveryRows(event, data, { leaseMs });
+      return part && { ...part, committed: (rows) => handOff(rows as ClaimedDelivery[]) };
+    },
+    wake,
     onWake(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
     handOffLeaseMs: () => taker?.leaseMs ?? null,
-    handOff(deliveries) {
-      if (deliveries.length > 0) taker?.take(deliveries);
-    },
+    handOff,
     onHandOff(leaseMs, take) {
       const mine = { leaseMs, take };
       taker = mine; // one dispatcher per process takes them

@@ -57,6 +57,17 @@ export async function updateWebhook(
   return r.rows[0] ?? null;
 }
 
+/** How many deliveries wait to be sent or retried (the outbox depth, for /metrics). */
+export async function countPendingDeliveries(q: Queryable): Promise<number> {
+  const r = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'");
+  return r.rows[0]?.n ?? 0;
+}
+
+/** Turns a webhook back on and forgets why it was off. */
+export async function enableWebhook(q: Queryable, id: number): Promise<void> {
+  await q.query('UPDATE webhooks SET active = true, disabled_reason = NULL WHERE id = $1', [id]);
+}
+
 /** Deletes a webhook; its deliveries and attempts go with it (ON DELETE CASCADE). */
 export async function deleteWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
   return (await q.query<WebhookRecord>('DELETE FROM webhooks WHERE id = $1 RETURNING *', [id])).rows[0] ?? null;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from './events.ts';
 
-/** POST /api/webhooks (SPEC 2.4): known event names only, http(s) URLs only, secrets of 16+ characters. */
+/** POST /api/webhooks (docs/contract.md, "Webhooks"): known event names only, http(s) URLs only, secrets of 16+ characters. */
 export const registerWebhookSchema = z.object({
   url: z
     .string()

@@ -1,6 +1,6 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Actor } from '../clients/service.ts';
-import type { Deps } from '../deps.ts';
+import type { Actor } from '../audit/actor.ts';
+import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import type { EventType } from './events.ts';
@@ -30,8 +30,8 @@ function audit(actor: Actor) {
 }
 
 /** Webhook registration and the delivery log (admin API). */
-export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'> & { lookup?: Lookup }) {
-  const { db, config, outbox } = deps;
+export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'> & { lookup?: Lookup }) {
+  const { db, config, events } = deps;
   const policy = guardPolicy(config);
   const lookup = deps.lookup ?? systemLookup;
 
@@ -145,6 +145,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'
         ? await db.transaction(async (tx) => {
           const result = await requeueDelivery(tx, id, deliveryId);
           if (result === 'requeued') {
+            events.written(tx);
             await writeAudit(tx, {
               action: 'webhook.redeliver', outcome: 'success', ...audit(actor),
               details: { via: actor.via, webhook_id: id, delivery_id: deliveryId },
@@ -156,7 +157,6 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'outbox'
       if (outcome === 'not_found') throw new AppError(404, 'delivery_not_found', `No delivery ${deliveryId} for webhook ${id}`);
       if (outcome === 'pending') throw new AppError(409, 'delivery_pending', 'The delivery is still being attempted');
       if (outcome === 'inactive') throw new AppError(409, 'webhook_inactive', 'The webhook is disabled');
-      outbox.wake();
       return { id: deliveryId, status: 'pending' };
     },
   };

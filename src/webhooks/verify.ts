@@ -11,7 +11,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** The JSON envelope of every delivery (SPEC 2.5). */
+/** The JSON envelope of every delivery (docs/contract.md, "Webhooks"). */
 export interface WebhookEnvelope<T = Record<string, unknown>> {
   event: string;
   timestamp: string;

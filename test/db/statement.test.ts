@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditRows } from '../../src/audit/writer.ts';
 import { writeTogether } from '../../src/db/statement.ts';
 import { issuedTokenRows, type IssuedTokenRow } from '../../src/sso/queries.ts';
-import { eventDeliveries } from '../../src/webhooks/events.ts';
+import { deliveryRows as eventDeliveries } from '../../src/webhooks/event-queries.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 

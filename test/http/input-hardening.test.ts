@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { send } from '../helpers/http.ts';
 
-/** Hostile and broken input on the API answers 4xx JSON with DESIGN.md's codes, never a 500. */
+/** Hostile and broken input on the API answers 4xx JSON with the codes of docs/contract.md, never a 500. */
 describe('API input hardening', () => {
   let app: TestApp;
   beforeAll(async () => {

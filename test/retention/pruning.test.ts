@@ -111,7 +111,7 @@ describe('pruning past retention', () => {
     expect((await prune()).tables.sso_tokens, 'no event yet: the token stays').toBe(0);
     expect(await present(app.db, { sso_tokens: [jti] })).toStrictEqual({ sso_tokens: [jti] });
 
-    expect(await sweepExpiredTokens(app.db, app.services.deps.outbox) >= 1).toBe(true);
+    expect(await sweepExpiredTokens(app.db, app.services.deps.events) >= 1).toBe(true);
     const events = await app.db.query("SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1 AND event = 'token.expired' AND data->>'token_id' = $2", [hook, jti]);
     expect(events.rows.length).toBe(1);
     await prune();

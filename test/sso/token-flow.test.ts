@@ -34,7 +34,7 @@ describe('server-to-server SSO flow', () => {
     expect(validated.headers.etag).toBe(undefined);
   });
 
-  it('signs exactly the claims of SPEC 2.3 plus jti, verifiable by an independent JWT library', async () => {
+  it('signs exactly the claims of docs/contract.md (jti included), verifiable by an independent JWT library', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app, { role: 'editor' });
     const issued = await app.http.post('/api/sso/token', { ...creds(client), username: user.username });

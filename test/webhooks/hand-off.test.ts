@@ -28,7 +28,7 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   afterAll(() => t.drop());
 
   async function issue(outbox: EventOutbox, count: number): Promise<void> {
-    const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), outbox, metrics: createMetrics() });
+    const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
     const client = (await findClient(t.db, 'handoff'))!;
     const user = (await findUserByUsername(t.db, 'handoff'))!;
     // issued together: one statement records them all

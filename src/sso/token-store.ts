@@ -1,0 +1,43 @@
+import { type AuditEntry, auditRows } from '../audit/queries.ts';
+import { createBatchLoader } from '../db/batch.ts';
+import type { Db } from '../db/db.ts';
+import { writeTogether } from '../db/statement.ts';
+import type { EventData, EventRecorder } from '../webhooks/events.ts';
+import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
+
+/** What one token issue writes: its row, its audit entry and its user.login event. */
+export interface IssueRecord {
+  token: IssuedTokenRow;
+  audit: AuditEntry;
+  event: EventData;
+}
+
+/**
+ * The SSO tokens' repository: the hot paths' writes, batched below the service. Requests
+ * arriving in the same turn of the event loop share one statement (src/db/batch.ts).
+ */
+export function createTokenStore(db: Db, events: EventRecorder) {
+  /** Validations arriving together consume their tokens in one statement. */
+  const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
+  /**
+   * Issues arriving together are recorded in one statement: their token rows, audit rows
+   * and user.login events, each kind in one part of it. A token exists (and can be
+   * validated) exactly when its audit row and event do.
+   */
+  const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
+    await writeTogether(db, [
+      issuedTokenRows(records.map((r) => r.token)),
+      auditRows(records.map((r) => r.audit)),
+      events.part('user.login', records.map((r) => r.event)),
+    ]);
+    return records.map(() => true as const);
+  });
+  return {
+    /** Records one issued token with its audit row and event; resolves once committed. */
+    recordIssue: (record: IssueRecord): Promise<true> => recorder.load(record),
+    /** Consumes a token for one validation: its user, or null when nothing was consumed. */
+    consume: (request: ConsumeRequest): Promise<ConsumedToken | null> => consumer.load(request),
+    /** Why a token could not be consumed. */
+    state: (jti: string) => tokenState(db, jti),
+  };
+}
