@@ -128,9 +128,10 @@ function listenOnOwnConnection(base: pg.ClientConfig, channel: string, handlers:
     handlers.listening(true);
   };
   void connect();
-  let pending: Promise<boolean> | undefined;
+  // One fence on the connection at a time; the requests that come while it is out share the next.
+  let running: Promise<boolean> | undefined;
+  let next: Promise<boolean> | undefined;
   const fenceNow = async (): Promise<boolean> => {
-    pending = undefined;
     const client = current;
     if (!client) return false;
     try {
@@ -140,10 +141,19 @@ function listenOnOwnConnection(base: pg.ClientConfig, channel: string, handlers:
       return false;
     }
   };
+  const send = (): Promise<boolean> => {
+    next = undefined;
+    const fence = fenceNow();
+    running = fence;
+    void fence.finally(() => {
+      if (running === fence) running = undefined;
+    });
+    return fence;
+  };
   return {
     fence() {
-      pending ??= new Promise<void>((resolve) => setImmediate(resolve)).then(fenceNow);
-      return pending;
+      next ??= (running ?? new Promise<void>((resolve) => setImmediate(resolve))).then(send);
+      return next;
     },
     async close() {
       stopped = true;
