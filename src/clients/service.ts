@@ -115,7 +115,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'outbox' | 'config'>
   /** Credential checks arriving together read their clients in one statement (src/db/batch.ts). */
   const credentialLookup = createLookupLoader((ids: string[]) => findClients(db, ids), (c) => c.client_id);
   /** Clients kept in memory until the database announces a change of them (src/clients/cache.ts). */
-  const cache = createClientCache(db);
+  const cache = createClientCache(deps.config.CLIENT_CACHE ? db : {});
   const clientForCredentials = async (clientId: string): Promise<ClientRecord | null> => {
     const kept = await cache.get(clientId);
     if (kept) return kept;

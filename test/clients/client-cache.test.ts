@@ -133,4 +133,17 @@ describe('client records kept in memory', () => {
     await sql('UPDATE clients SET active = true WHERE client_id = $1', [client.client_id]);
     expect((await issue(app, client)).status).toBe(200);
   });
+
+  it('keeps nothing with CLIENT_CACHE=false (a pooler in transaction mode cannot LISTEN)', async () => {
+    const off = await startTestApp({ CLIENT_CACHE: 'false' }, { db: app.db, databaseUrl: app.databaseUrl });
+    try {
+      const client = await makeClient(off);
+      for (let i = 0; i < 3; i++) expect((await issue(off, client)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await issue(off, client)).status).toBe(200);
+      expect(off.services.clients.credentialCache()).toStrictEqual({ listening: false, kept: 0 });
+    } finally {
+      await off.stop();
+    }
+  });
 });
