@@ -1,25 +1,48 @@
 /**
- * npm run bench: token issue and validation on the real PostgreSQL, against a bare Express
- * JSON handler as the ceiling, with autocannon (50 connections). Prints req/s and latency
- * percentiles per endpoint, and the validation/ceiling ratio. Ceiling and validation run in
- * alternating rounds (BENCH_ROUNDS, default 2) so both see the same machine.
+ * npm run bench: the hot paths beside what this machine can do, measured in one run.
+ *
+ * Three processes serve side by side: the service (src/server.ts, on a fresh PostgreSQL
+ * database), a bare Express JSON handler (bench/ceiling.ts: what Express itself costs) and the
+ * plain node:http + pg single-use validation (bench/limit.ts: the practical limit of the
+ * validation design). In rounds (BENCH_ROUNDS, default 2) autocannon drives, at 50 connections
+ * (BENCH_CONNECTIONS) for BENCH_SECONDS (default 10) each: the ceiling, the limit, token issue,
+ * then validation of exactly the tokens that round issued. For every run it prints req/s,
+ * latency and the serving process's CPU time per request (from /proc/PID/stat: user + system,
+ * every thread), the steadiest figure on a busy machine. Then logins at bcrypt cost 12 against
+ * raw bcrypt.compare at the same cost and the same number in flight, with /healthz probed
+ * during the login storm (BENCH_LOGIN_SECONDS, default 20, each). The goals are ratios of
+ * figures taken in the same run.
  *
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; the
  * benchmark creates and drops its own database there.
  */
 import type { ChildProcess } from 'node:child_process';
+import bcrypt from 'bcrypt';
 import autocannon from 'autocannon';
-import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson as post, startProcess as start, stopProcess } from './support.ts';
+import pg from 'pg';
+import {
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, postJson as post, probeLatencies, startProcess as start, stopProcess,
+} from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
-/** Ceiling and validation run alternately this many times: the machine's speed drifts. */
+/** Every measurement runs this many times, alternating: the machine's speed drifts. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** Logins (and raw compares) in flight at once. */
+const LOGINS_IN_FLIGHT = Number(process.env.BENCH_LOGINS ?? 8);
+const BCRYPT_COST = Number(process.env.BENCH_BCRYPT_COST ?? 12);
+/** The libuv pool's threads, where bcrypt runs (4 unless UV_THREADPOOL_SIZE says otherwise). */
+const POOL_THREADS = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+/** Logins take a quarter of a second each: a longer run than the others, or the count is a handful. */
+const LOGIN_SECONDS = Number(process.env.BENCH_LOGIN_SECONDS ?? 20);
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
+/** Tokens written for the limit's rounds. */
+const LIMIT_TOKENS = Number(process.env.BENCH_LIMIT_TOKENS ?? 300_000);
 
 interface Figures {
-  endpoint: string;
+  run: string;
   'req/s': number;
+  'cpu µs/req': number;
   p50_ms: number;
   p99_ms: number;
   non2xx: number;
@@ -28,14 +51,15 @@ interface Figures {
 }
 
 /**
- * Runs autocannon and reports req/s as answers / (last answer - start). autocannon's own
- * `requests.average` is a mean of whole one-second samples, and a run given an `amount` ends
- * only at its next one-second tick: 40,000 answers in 15.2 s counted as 40,000 / 16.
+ * Runs autocannon against the process `pid` serves and reports req/s as answers / (last answer
+ * - start) (autocannon's own figure is a mean of whole seconds, and a run given an `amount`
+ * ends only at its next one-second tick), and the process's CPU time per answer.
  */
-async function measure(endpoint: string, options: autocannon.Options, onBody?: (status: number, body: string) => void): Promise<Figures> {
+async function measure(run: string, pid: number, options: autocannon.Options, onBody?: (status: number, body: string) => void): Promise<Figures> {
   let last = 0;
-  const started = performance.now();
   const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
+  const cpuBefore = cpuMicros(pid);
+  const started = performance.now();
   const r = await autocannon({
     ...options,
     requests: [{
@@ -46,9 +70,11 @@ async function measure(endpoint: string, options: autocannon.Options, onBody?: (
       },
     }],
   } as autocannon.Options);
+  const cpu = cpuMicros(pid) - cpuBefore;
   return {
-    endpoint,
+    run,
     'req/s': Math.round(r.requests.total / ((last - started) / 1000)),
+    'cpu µs/req': Math.round(cpu / Math.max(1, r.requests.total)),
     p50_ms: r.latency.p50,
     p99_ms: r.latency.p99,
     non2xx: r.non2xx,
@@ -57,7 +83,28 @@ async function measure(endpoint: string, options: autocannon.Options, onBody?: (
   };
 }
 
-const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+
+/** bcrypt.compare with `inFlight` at once for `seconds`: compares per second. */
+async function rawCompares(hash: string, password: string, inFlight: number, seconds: number): Promise<number> {
+  let done = 0;
+  const until = performance.now() + seconds * 1000;
+  const started = performance.now();
+  let last = started;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (performance.now() < until) {
+      await bcrypt.compare(password, hash);
+      done++;
+      last = performance.now();
+    }
+  }));
+  return done / ((last - started) / 1000);
+}
 
 async function main() {
   const db = await benchDatabase(adminUrl, 'auth_bench');
@@ -67,52 +114,101 @@ async function main() {
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;
 
-    // A client and a user, through the admin command line on this database.
+    // A client and two users (one at the login cost), through the admin command line.
     const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
     adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+    const password = 'bench login password';
+    adminCli(db.url, ['user', 'create', '--username', 'login', '--email', 'login@example.com', '--password', password], { BCRYPT_COST: String(BCRYPT_COST) });
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
     const probe = await post(`${base}/api/sso/token`, { ...creds, username: 'bench' });
     if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
 
+    // The limit's single-use tokens (rows as token issue writes them): more than any round consumes.
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    const limitJtis = (await sql.query<{ jti: string }>(
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
+       FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
+      [client.client_id, LIMIT_TOKENS],
+    )).rows.map((r) => r.jti);
+    await sql.query('ANALYZE sso_tokens');
+    await sql.end();
+
     const ceiling = await start('bench/ceiling.ts', {}, '/healthz');
     children.push(ceiling.child);
+    const limit = await start('bench/limit.ts', { DATABASE_URL: db.url }, '/healthz');
+    children.push(limit.child);
     const json = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
+    const spid = service.child.pid!;
 
-    // 1. Token issue; the tokens it returns feed the validation rounds.
-    const tokens: string[] = [];
-    const issue = await measure('POST /api/sso/token', {
-      // twice as long as a round of the others: issue is the slower endpoint and must leave enough tokens
-      ...json, url: `${base}/api/sso/token`, connections: CONNECTIONS, duration: DURATION * 2,
-      body: JSON.stringify({ ...creds, username: 'bench' }),
-    }, (status, body) => {
-      if (status === 200) tokens.push(JSON.parse(body).token);
-    });
-    const spare = tokens.pop()!; // validated once below as a check
-    const sample = await post(`${base}/api/sso/validate`, { ...creds, token: spare });
-    if (sample.valid !== true) throw new Error(`validation failed: ${JSON.stringify(sample)}`);
-
-    // 2. Rounds of ceiling then validation (each token validated exactly once).
-    const perRound = Math.floor(tokens.length / ROUNDS);
-    let next = 0;
-    const ceilings: Figures[] = [];
-    const validations: Figures[] = [];
+    const rows: Figures[] = [];
+    const byRound: Array<Record<'ceiling' | 'limit' | 'issue' | 'validate', Figures>> = [];
+    let limitNext = 0;
     for (let round = 1; round <= ROUNDS; round++) {
-      ceilings.push(await measure(`bare Express JSON (ceiling) #${round}`, {
+      const ceilingRun = await measure(`bare Express JSON (ceiling) #${round}`, ceiling.child.pid!, {
         ...json, url: `http://127.0.0.1:${ceiling.port}/echo`, connections: CONNECTIONS, duration: DURATION,
         body: JSON.stringify({ ...creds, token: probe.token }),
-      }));
-      validations.push(await measure(`POST /api/sso/validate #${round}`, {
-        ...json, url: `${base}/api/sso/validate`, connections: CONNECTIONS, amount: perRound,
+      });
+      const limitRun = await measure(`node:http + pg validate (limit) #${round}`, limit.child.pid!, {
+        ...json, url: `http://127.0.0.1:${limit.port}/validate`, connections: CONNECTIONS, duration: DURATION,
+        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: limitJtis[limitNext++] }) }) }],
+      });
+      const tokens: string[] = [];
+      const issueRun = await measure(`POST /api/sso/token #${round}`, spid, {
+        ...json, url: `${base}/api/sso/token`, connections: CONNECTIONS, duration: DURATION,
+        body: JSON.stringify({ ...creds, username: 'bench' }),
+      }, (status, body) => {
+        if (status === 200) tokens.push(JSON.parse(body).token);
+      });
+      const spare = tokens.pop()!; // validated once as a check
+      const sample = await post(`${base}/api/sso/validate`, { ...creds, token: spare });
+      if (sample.valid !== true) throw new Error(`validation failed: ${JSON.stringify(sample)}`);
+      let next = 0;
+      const validateRun = await measure(`POST /api/sso/validate #${round}`, spid, {
+        ...json, url: `${base}/api/sso/validate`, connections: CONNECTIONS, amount: tokens.length,
         requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
-      }));
+      });
+      rows.push(ceilingRun, limitRun, issueRun, validateRun);
+      byRound.push({ ceiling: ceilingRun, limit: limitRun, issue: issueRun, validate: validateRun });
     }
 
-    console.table([issue, ...ceilings.flatMap((c, i) => [c, validations[i]])]);
-    const ratio = mean(validations.map((v) => v['req/s'])) / mean(ceilings.map((c) => c['req/s']));
-    console.log(`validation / ceiling: ${(ratio * 100).toFixed(1)}% (target >= 60%; rounds ${validations.map((v, i) => `${((v['req/s'] / ceilings[i]['req/s']) * 100).toFixed(0)}%`).join(', ')}), `
-      + `validation p99 ${validations.map((v) => v.p99_ms).join(' / ')} ms (target < 20 ms; ceiling's own p99 ${ceilings.map((c) => c.p99_ms).join(' / ')} ms), ${CONNECTIONS} connections`);
-    const wrongAnswers = validations.reduce((n, v) => n + v.non2xx, 0);
-    if (wrongAnswers > 0) console.log(`note: ${wrongAnswers} validation answers were not 2xx`);
+    // Logins at the bcrypt cost against bcrypt itself, the same number in flight, /healthz probed meanwhile.
+    const warm = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'login', password }) });
+    if (warm.status !== 200) throw new Error(`login failed: ${warm.status} ${await warm.text()}`);
+    const healthz = probeLatencies(`${base}/healthz`);
+    const loginRun = await measure(`POST /api/auth/login, bcrypt cost ${BCRYPT_COST}, ${LOGINS_IN_FLIGHT} in flight`, spid, {
+      ...json, url: `${base}/api/auth/login`, connections: LOGINS_IN_FLIGHT, duration: LOGIN_SECONDS,
+      body: JSON.stringify({ login: 'login', password }),
+    });
+    const health = await healthz.stop();
+    rows.push(loginRun);
+    const hash = await bcrypt.hash(password, BCRYPT_COST);
+    // bcrypt itself with every pool thread busy, and with as many as the service uses (all but one)
+    const raw = await rawCompares(hash, password, POOL_THREADS, LOGIN_SECONDS);
+    const rawLikeService = await rawCompares(hash, password, POOL_THREADS - 1, LOGIN_SECONDS);
+
+    console.table(rows);
+    const logins = loginRun.requests / LOGIN_SECONDS;
+    const ratio = (a: keyof (typeof byRound)[0], b: keyof (typeof byRound)[0]) => byRound.map((r) => r[a]['req/s'] / r[b]['req/s']);
+    const vl = ratio('validate', 'limit');
+    const ic = ratio('issue', 'ceiling');
+    const vc = ratio('validate', 'ceiling');
+    const cpu = (k: keyof (typeof byRound)[0]) => median(byRound.map((r) => r[k]['cpu µs/req']));
+    console.log([
+      `Medians of ${ROUNDS} rounds, ${CONNECTIONS} connections (same-run ratios; the machine's speed drifts):`,
+      `  ceiling ${median(byRound.map((r) => r.ceiling['req/s']))} req/s, ${cpu('ceiling')} µs/req;  limit ${median(byRound.map((r) => r.limit['req/s']))} req/s, ${cpu('limit')} µs/req`,
+      `  validate ${median(byRound.map((r) => r.validate['req/s']))} req/s, ${cpu('validate')} µs/req;  token issue ${median(byRound.map((r) => r.issue['req/s']))} req/s, ${cpu('issue')} µs/req`,
+      `  validate / limit:   ${pct(median(vl))} (goal >= 75%; rounds ${vl.map(pct).join(', ')})`,
+      `  validate CPU:       ${cpu('validate')} µs/req (goal <= 350)`,
+      `  validate / ceiling: ${pct(median(vc))} (rounds ${vc.map(pct).join(', ')})`,
+      `  issue / ceiling:    ${pct(median(ic))} (goal >= 120%; rounds ${ic.map(pct).join(', ')})`,
+      `  login ${logins.toFixed(2)}/s (${LOGINS_IN_FLIGHT} in flight) vs raw bcrypt.compare at cost ${BCRYPT_COST}: ${raw.toFixed(2)}/s with ${POOL_THREADS} in flight: ${pct(logins / raw)} (goal >= 90%); `
+        + `${rawLikeService.toFixed(2)}/s with ${POOL_THREADS - 1}: ${pct(logins / rawLikeService)}`,
+      `  /healthz during the logins: ${health.count} answers, p50 ${health.p50} ms, p99 ${health.p99} ms, worst ${health.max} ms (goal p99 < 20 ms)`,
+    ].join('\n'));
+    const wrong = rows.filter((r) => !r.run.startsWith('node:http')).reduce((n, r) => n + r.non2xx, 0);
+    if (wrong > 0) console.log(`note: ${wrong} answers of the service or the ceiling were not 2xx`);
   } finally {
     await Promise.all(children.map(stopProcess));
     await db.drop();

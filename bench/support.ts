@@ -1,6 +1,8 @@
 /** What the benchmarks share: a database of their own, the service as a process, the CLI. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -74,9 +76,50 @@ export function benchServiceEnv(databaseUrl: string, extra: Record<string, strin
 }
 
 /** Runs an admin command with --json on `databaseUrl` and returns its document. */
-export function adminCli(databaseUrl: string, args: string[]): any {
+export function adminCli(databaseUrl: string, args: string[], env: Record<string, string> = {}): any {
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], {
-    cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent' },
+    cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...env },
   });
   return JSON.parse(out.toString());
+}
+
+/** Clock ticks per second of /proc/PID/stat's CPU times (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** CPU time (user + system, all threads) a process has used so far, in microseconds (Linux). */
+export function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+
+/** Asks `url` back to back (one keep-alive connection) until stop(); latency figures in ms. */
+export function probeLatencies(url: string): { stop(): Promise<{ count: number; p50: number; p99: number; max: number }> } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const latencies: number[] = [];
+  let running = true;
+  const ask = () => new Promise<void>((resolve) => {
+    http.get(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', resolve);
+    }).on('error', () => resolve());
+  });
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      await ask();
+      latencies.push(performance.now() - started);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      agent.destroy();
+      latencies.sort((a, b) => a - b);
+      const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
+      return { count: latencies.length, p50: at(0.5), p99: at(0.99), max: at(1) };
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import type { RouteServices } from './routes/declare.ts';
+import { apiHeaders, headersByKind } from './http/api-headers.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
@@ -34,7 +35,8 @@ export function createApp(deps: AppDeps): Express {
   app.locals.brand = { name: config.BRAND_NAME, logoUrl: config.BRAND_LOGO_URL ?? null };
   app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
   app.use(httpMetrics(deps.deps.metrics));
-  app.use(securityHeaders({ production: config.NODE_ENV === 'production' })); // CSP without inline script, nosniff, no framing
+  const production = config.NODE_ENV === 'production';
+  app.use(headersByKind(apiHeaders({ production }), securityHeaders({ production }))); // API: a short fixed set; pages: CSP without inline script, nosniff, no framing
   app.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h' })); // before sessions: assets need none
 
   app.use('/api', requireJsonBody);

@@ -108,6 +108,11 @@ export const configSchema = z.object({
   WEBHOOK_BACKOFF_MS: int(10, 3600000).default(10000),
   /** Allow webhook URLs on loopback/private/link-local addresses (always allowed outside production). */
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  /**
+   * Keep client records in memory, dropped on a change announced by the database (LISTEN on a
+   * connection of its own; needs a session: off behind a transaction-mode pooler).
+   */
+  CLIENT_CACHE: bool.default(true),
   /** How often expired, unused SSO tokens are swept (token.expired events). */
   TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
   /**

@@ -78,6 +78,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   workers.push(startExpirySweep({ db, events: services.deps.events, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
   // Retention: rows past it are deleted every PRUNE_INTERVAL, in batches (retention/pruner.ts).
   workers.push(startPruner({ db, config, logger, metrics: services.deps.metrics }));
+  workers.push({ stop: () => services.clients.close() }); // its connection listening for client changes
   return {
     app,
     services,

@@ -1,19 +1,29 @@
-import os from 'node:os';
 import bcrypt from 'bcrypt';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
 
 /**
- * How many bcrypt operations run at once. They run on the libuv thread pool (4 threads by
- * default), which fs, dns.lookup and crypto share, and each keeps a core busy for ~0.25 s
- * at cost 12. Running one per core would leave the event loop (token validation, /healthz,
- * every other request) competing with them for CPU, and filling the pool would stall every
- * other pool user. So: one core and one pool thread are always left free (at least one
- * operation on a single core). Extra requests wait their turn here, in order.
+ * How many bcrypt operations run at once: every thread of the libuv pool but one. bcrypt runs
+ * there, not on the event loop, so a login storm keeps every core busy with hashing while
+ * the event loop (token validation, /healthz, every other request) still gets its share of
+ * the CPU from the operating system. The one thread left free is for the pool's other users
+ * (fs, dns.lookup, async crypto), which would otherwise queue behind seconds of hashing.
+ * The pool has 4 threads unless UV_THREADPOOL_SIZE says otherwise; extra requests wait their
+ * turn here, in order. Measured in docs/performance.md ("Logins and the event loop").
  */
-const BCRYPT_CONCURRENCY = Math.max(1, Math.min(os.availableParallelism() - 1, Number(process.env.UV_THREADPOOL_SIZE ?? 4) - 1));
+export const BCRYPT_CONCURRENCY = Math.max(1, threadPoolSize() - 1);
+
+/** The libuv pool's size as the process was started with (read by libuv on first use). */
+function threadPoolSize(): number {
+  const configured = Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '', 10);
+  return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 1024) : 4;
+}
+
 let running = 0;
+
+/** bcrypt operations running now (at most BCRYPT_CONCURRENCY). */
+export const bcryptInFlight = (): number => running;
 const waiting: Array<() => void> = [];
 
 async function limited<T>(work: () => Promise<T>): Promise<T> {

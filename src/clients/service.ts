@@ -5,6 +5,7 @@ import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
+import { createClientCache } from './cache.ts';
 import { type ClientRecord, findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 
 /** A client as shown to administrators: the secret masked. */
@@ -105,6 +106,16 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
   const production = deps.config.NODE_ENV === 'production';
   /** Credential checks arriving together read their clients in one statement (src/db/batch.ts). */
   const credentialLookup = createLookupLoader((ids: string[]) => findClients(db, ids), (c) => c.client_id);
+  /** Clients kept in memory until the database announces a change of them (src/clients/cache.ts). */
+  const cache = createClientCache(deps.config.CLIENT_CACHE ? db : {});
+  const clientForCredentials = async (clientId: string): Promise<ClientRecord | null> => {
+    const kept = await cache.get(clientId);
+    if (kept) return kept;
+    const ticket = cache.ticket();
+    const client = await credentialLookup.load(clientId);
+    cache.remember(client, ticket);
+    return client;
+  };
 
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
@@ -187,6 +198,11 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       }));
     },
 
+    /** Stops listening for client changes (the instance stops). */
+    close: () => cache.close(),
+    /** Whether client records are kept in memory now, and how many (src/clients/cache.ts). */
+    credentialCache: () => cache.state(),
+
     listClients: () => listClients(db),
     findClient: (clientId: string) => findClient(db, clientId),
 
@@ -195,7 +211,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
      * same answer for an unknown id and a wrong secret (and the same hashing work).
      */
     async authenticateClient(clientId: string, secret: string): Promise<ClientRecord> {
-      const client = await credentialLookup.load(clientId);
+      const client = await clientForCredentials(clientId);
       // the previous secret is only there while its grace lasts (see the query)
       const ok = secretMatchesAny(secret, [client?.secret_hash ?? UNKNOWN_CLIENT_HASH, client?.previous_secret_hash ?? null]);
       if (!client || !ok || !client.active) {

@@ -23,6 +23,23 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** Where `Db.listen` delivers a channel's notifications and whether it is listening. */
+export interface ListenHandlers {
+  notify(payload: string): void;
+  listening(on: boolean): void;
+}
+
+/** A channel being listened to. */
+export interface Listener {
+  /**
+   * Resolves true once every notification committed before the call has been delivered
+   * (false: not listening, nothing can be said). Calls in one turn of the event loop share
+   * one round trip.
+   */
+  fence(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
 /**
  * An open transaction: its statements, and what is to happen once it has committed (the
  * unit of work). A statement run on the database itself commits on its own.
@@ -61,6 +78,13 @@ export interface Db extends Queryable {
    * After the commit, the functions registered with `tx.afterCommit` run (src/db/unit-of-work.ts).
    */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Delivers the notifications of `channel` (NOTIFY, pg_notify) to `handlers.notify`, from
+   * commit on, until the returned function is called. `handlers.listening(false)` says that
+   * notifications may have been lost since (the connection that listens is gone; it is
+   * opened again), `listening(true)` that they are delivered again. Absent: not supported.
+   */
+  listen?(channel: string, handlers: ListenHandlers): Listener;
   /** Connections in use and waiting, for /metrics. */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;

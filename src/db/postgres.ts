@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
+import type { Db, ListenHandlers, Listener, Queryable, QueryOptions, QueryResult } from './db.ts';
 import { runUnitOfWork } from './unit-of-work.ts';
 
 // int8 (counts, bigint ids) as numbers, as PGlite returns them; values here stay far below 2^53.
@@ -71,7 +71,100 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
         client.release(lost);
       }
     }, work),
+    listen: (channel, handlers) => listenOnOwnConnection(base, channel, handlers, options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => pool.end(),
+  };
+}
+
+/** How long after losing its connection the listener connects again. */
+const LISTEN_RETRY_MS = 1_000;
+
+/**
+ * LISTEN on a connection of its own (a pooled one would be returned to the pool and its
+ * notifications lost). When it drops, `listening(false)` at once, then a new connection
+ * every LISTEN_RETRY_MS until one listens again.
+ *
+ * The fence is an empty statement on that connection: PostgreSQL queues a transaction's
+ * notifications before its commit becomes visible and sends a listener every queued one
+ * before it answers the listener's next statement, so when the answer arrives every
+ * notification committed before the fence was sent has been handed to `notify`.
+ */
+function listenOnOwnConnection(base: pg.ClientConfig, channel: string, handlers: ListenHandlers, connectTimeoutMs: number): Listener {
+  let stopped = false;
+  let current: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    retry = undefined;
+    // named, so an operator sees in pg_stat_activity what the long-lived idle connection is
+    const client = new pg.Client({ application_name: `auth-service listen ${channel}`, ...base, connectionTimeoutMillis: connectTimeoutMs });
+    let gone = false;
+    const lost = () => {
+      if (gone) return;
+      gone = true;
+      if (current === client) {
+        current = undefined;
+        handlers.listening(false);
+      }
+      client.end().catch(() => {});
+      if (!stopped) retry = setTimeout(() => void connect(), LISTEN_RETRY_MS);
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (n) => {
+      if (n.channel === channel) handlers.notify(n.payload ?? '');
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+    } catch {
+      lost();
+      return;
+    }
+    if (stopped || gone) {
+      if (!gone) client.end().catch(() => {});
+      return;
+    }
+    current = client;
+    handlers.listening(true);
+  };
+  void connect();
+  // One fence on the connection at a time; the requests that come while it is out share the next.
+  let running: Promise<boolean> | undefined;
+  let next: Promise<boolean> | undefined;
+  const fenceNow = async (): Promise<boolean> => {
+    const client = current;
+    if (!client) return false;
+    try {
+      await client.query(';');
+      return current === client;
+    } catch {
+      return false;
+    }
+  };
+  const send = (): Promise<boolean> => {
+    next = undefined;
+    const fence = fenceNow();
+    running = fence;
+    void fence.finally(() => {
+      if (running === fence) running = undefined;
+    });
+    return fence;
+  };
+  return {
+    fence() {
+      next ??= (running ?? new Promise<void>((resolve) => setImmediate(resolve))).then(send);
+      return next;
+    },
+    async close() {
+      stopped = true;
+      clearTimeout(retry);
+      const client = current;
+      current = undefined;
+      if (client) {
+        handlers.listening(false);
+        await client.end().catch(() => {});
+      }
+    },
   };
 }

@@ -77,16 +77,14 @@ export function requestLogger(logger: Logger): RequestHandler {
     request.id = id;
     res.setHeader('X-Request-Id', id);
     const start = performance.now();
-    const done = () => {
-      res.removeListener('finish', done);
-      res.removeListener('close', done);
+    // 'close' alone: a response emits it once, after 'finish' when it was sent and alone when
+    // the connection went first, so one listener sees both (two cost every request twice).
+    res.once('close', () => {
       const level = levelFor(request, res);
       if (!logger.isLevelEnabled(level)) return;
       const message = res.writableEnded ? `${req.method} ${res.statusCode}` : `${req.method} aborted before the answer`;
       logger[level]({ req: requestFields(request), res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - start) }, message);
-    };
-    res.on('finish', done);
-    res.on('close', done);
+    });
     next();
   };
 }

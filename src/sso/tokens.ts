@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { SigningKeys } from './keys.ts';
 
@@ -29,24 +29,42 @@ export function signToken(claims: object, keys: SigningKeys): string {
 }
 
 /**
- * The keys a token may be verified with: the one its `kid` names, none for a kid we do not
- * know (a dropped key, a forgery) or a header that is not JSON, and every known key for a
- * token without a kid (issued before tokens carried one; its signature still decides).
+ * The keys a token may be verified with, from its decoded header: the one its `kid` names,
+ * none for a kid we do not know (a dropped key, a forgery), and every known key for a token
+ * without a kid (issued before tokens carried one; its signature still decides). Only HS256
+ * is accepted: `none`, HS512 and every other alg get no key.
  */
-function candidateKeys(token: string, keys: SigningKeys): readonly KeyObject[] {
-  const dot = token.indexOf('.');
-  if (dot <= 0) return [];
-  let header: unknown;
-  try {
-    header = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8'));
-  } catch {
-    return [];
-  }
-  if (typeof header !== 'object' || header === null) return [];
-  const kid = (header as { kid?: unknown }).kid;
+function keysForHeader(header: unknown, keys: SigningKeys): readonly KeyObject[] {
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) return [];
+  const { alg, kid } = header as { alg?: unknown; kid?: unknown };
+  if (alg !== 'HS256') return [];
   if (kid === undefined) return keys.all;
   const key = typeof kid === 'string' ? keys.byKid.get(kid) : undefined;
   return key ? [key] : [];
+}
+
+/**
+ * The encoded headers this service signs with (one per key, as `signToken` writes them),
+ * recognized without decoding them; any other header is decoded and checked in full.
+ */
+const knownHeaders = new WeakMap<SigningKeys, Map<string, readonly KeyObject[]>>();
+
+function candidateKeys(encodedHeader: string, keys: SigningKeys): readonly KeyObject[] {
+  let known = knownHeaders.get(keys);
+  if (!known) {
+    known = new Map();
+    for (const [kid, key] of keys.byKid) {
+      known.set(Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid })).toString('base64url'), [key]);
+    }
+    knownHeaders.set(keys, known);
+  }
+  const hit = known.get(encodedHeader);
+  if (hit) return hit;
+  try {
+    return keysForHeader(JSON.parse(Buffer.from(encodedHeader, 'base64url').toString('utf8')), keys);
+  } catch {
+    return [];
+  }
 }
 
 /** Every token we sign carries these; one without them is refused whatever its signature. */
@@ -56,30 +74,60 @@ function hasRequiredClaims(claims: Record<string, unknown>): boolean {
     && typeof claims.jti === 'string' && claims.jti !== '';
 }
 
+/** Compact JWS: three base64url parts, the signature not empty. */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/** Whether `signature` is the HS256 signature of `signed` under `key`, compared in constant time. */
+function signatureMatches(signed: string, signature: string, key: KeyObject): boolean {
+  const expected = Buffer.from(createHmac('sha256', key).update(signed).digest('base64url'));
+  const given = Buffer.from(signature);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 /**
- * Checks signature (HS256 only: `none`, HS512 and every other alg are refused) with the key
- * the `kid` header names, expiry (unless `ignoreExpiration`), issuer and audience, and that
- * exp, iat, iss, aud and jti are all present. Returns the claims or the reason for refusal.
+ * Checks, in this order (the order jsonwebtoken's verify checked them in, so every refusal
+ * keeps its reason): the form (three base64url parts, a signature), the alg (HS256 only:
+ * `none`, HS512 and every other alg are refused), the key the `kid` header names, the
+ * signature (HMAC-SHA256 on the KeyObject, compared in constant time), not-before, expiry
+ * (unless `ignoreExpiration`; expired is `token_expired`, everything else `invalid_token`),
+ * audience, issuer, and that exp, iat, iss, aud and jti are all present. Returns the claims
+ * or the reason for refusal. Signing stays with jsonwebtoken (`signToken`).
  */
 export function verifyToken<T>(
   token: string,
   keys: SigningKeys,
   expect: { issuer: string; audience: string; ignoreExpiration?: boolean },
 ): { ok: true; claims: T } | { ok: false; reason: TokenRejection } {
-  const candidates = candidateKeys(token, keys);
-  const options = { algorithms: ['HS256' as const], issuer: expect.issuer, audience: expect.audience, ignoreExpiration: expect.ignoreExpiration };
-  for (let i = 0; i < candidates.length; i++) {
-    try {
-      const claims = jwt.verify(token, candidates[i], options);
-      if (typeof claims !== 'object' || claims === null || !hasRequiredClaims(claims)) return { ok: false, reason: 'invalid_token' };
-      return { ok: true, claims: claims as T };
-    } catch (err) {
-      // a kid-less token: a wrong signature may just mean another of our keys signed it
-      if ((err as Error).message === 'invalid signature' && i < candidates.length - 1) continue;
-      return { ok: false, reason: (err as Error).name === 'TokenExpiredError' ? 'token_expired' : 'invalid_token' };
-    }
+  const invalid = { ok: false, reason: 'invalid_token' } as const;
+  if (typeof token !== 'string' || !COMPACT_JWS.test(token)) return invalid;
+  const firstDot = token.indexOf('.');
+  const lastDot = token.lastIndexOf('.');
+  const candidates = candidateKeys(token.slice(0, firstDot), keys);
+  const signed = token.slice(0, lastDot);
+  const signature = token.slice(lastDot + 1);
+  let verified = false;
+  for (let i = 0; i < candidates.length && !verified; i++) verified = signatureMatches(signed, signature, candidates[i]);
+  if (!verified) return invalid;
+
+  let claims: unknown;
+  try {
+    claims = JSON.parse(Buffer.from(token.slice(firstDot + 1, lastDot), 'base64url').toString('utf8'));
+  } catch {
+    return invalid;
   }
-  return { ok: false, reason: 'invalid_token' };
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return invalid;
+  const c = claims as Record<string, unknown>;
+  const now = Math.floor(Date.now() / 1000);
+  if (c.nbf !== undefined && (typeof c.nbf !== 'number' || c.nbf > now)) return invalid;
+  if (c.exp !== undefined && !expect.ignoreExpiration) {
+    if (typeof c.exp !== 'number') return invalid;
+    if (now >= c.exp) return { ok: false, reason: 'token_expired' };
+  }
+  const audiences = Array.isArray(c.aud) ? c.aud : [c.aud];
+  if (!audiences.includes(expect.audience)) return invalid;
+  if (c.iss !== expect.issuer) return invalid;
+  if (!hasRequiredClaims(c)) return invalid;
+  return { ok: true, claims: claims as T };
 }
 
 /** Formats a Date as `YYYY-MM-DD HH:MM:SS` in UTC (SPEC 4.2 expires_at). */
