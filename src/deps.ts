@@ -1,4 +1,5 @@
 import { createUserAdmin } from './admin/users.ts';
+import { createAuditLog } from './audit/service.ts';
 import { createPasswordService } from './auth/password-service.ts';
 import { createAuthService } from './auth/service.ts';
 import { createSessionService } from './auth/sessions.ts';
@@ -33,6 +34,7 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
     sso: createSsoService(deps),
     links,
     webhooks: createWebhookService(deps),
+    audit: createAuditLog(deps),
     auth,
     mailer,
     passwords: createPasswordService({ ...deps, auth, mailer }),

@@ -1,8 +1,5 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { streamAudit, toPublicAudit } from '../audit/export.ts';
-import { auditPage } from '../audit/queries.ts';
-import { writeAudit } from '../audit/writer.ts';
 import { toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
@@ -171,23 +168,19 @@ export const ADMIN_API_ROUTES = [
       400: invalid, ...guarded,
     },
     /** A page of JSON (newest first, `next_cursor` for the next), or the whole filtered log streamed as CSV or NDJSON. */
-    handle: ({ deps: { db } }) => async ({ req, res, query: q }) => {
+    handle: ({ audit }) => async ({ req, res, query: q }) => {
       const filter = auditFilterOf(q);
       if (q.format === 'json') {
-        const page = await auditPage(db, filter, q.limit, q.cursor ? BigInt(q.cursor) : undefined);
-        res.json({ entries: page.rows.map(toPublicAudit), next_cursor: page.nextCursor });
+        const page = await audit.page(filter, q.limit, q.cursor);
+        res.json({ entries: page.entries, next_cursor: page.nextCursor });
         return;
       }
-      const actor = api(req, res);
-      await writeAudit(db, {
-        action: 'audit.export', outcome: 'success', userId: actor.userId, username: actor.username, ipAddress: actor.ipAddress, userAgent: actor.userAgent,
-        details: { via: actor.via, actor: actor.username, format: q.format, filter: { ...filter } },
-      });
       const stamp = new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
+      const actor = api(req, res);
       res.status(200);
       res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
       res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
-      await streamAudit(db, filter, q.format, res);
+      await audit.export(filter, q.format, res, actor);
       res.end();
     },
   }),

@@ -9,7 +9,7 @@ import { overviewPanel } from './panel-overview.ts';
 import { userPanel } from './panel-users.ts';
 import { webhookPanel } from './panel-webhooks.ts';
 
-const home = handlersFrom((s) => overviewPanel({ db: s.deps.db }));
+const home = handlersFrom((s) => overviewPanel({ db: s.deps.db, audit: s.audit }));
 const clients = handlersFrom((s) => clientPanel(s));
 const users = handlersFrom((s) => userPanel(s));
 const hooks = handlersFrom((s) => webhookPanel({ db: s.deps.db, webhooks: s.webhooks }));

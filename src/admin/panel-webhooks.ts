@@ -10,7 +10,7 @@ import type { WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { refusedForm, renderAdmin } from './panel-common.ts';
-import { listWebhookSummaries, setWebhookActive } from './webhooks.ts';
+import { listWebhookSummaries } from './webhooks.ts';
 
 /** The ticked event checkboxes: none, one (a string) or several. */
 const ticked = (events: string | string[] | undefined): string[] => (events === undefined ? [] : ([] as string[]).concat(events));
@@ -88,7 +88,7 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
   const setActive: RequestHandler = async (req, res) => {
     const id = idParam(req);
     const active = input(res, activeForm).active === 'true';
-    await setWebhookActive(db, id, active, actorOf(req, res, 'admin_panel'));
+    await webhooks.setActive(id, active, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: active ? 'The webhook is enabled again.' : 'The webhook is disabled; pending deliveries were closed.' });
     res.redirect(303, `/admin/webhooks/${id}`);
   };

@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import type { EventType } from './events.ts';
 import {
-  deleteWebhook, disableWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, lockWebhook, requeueDelivery, updateWebhook, type WebhookRecord,
+  deleteWebhook, disableWebhook, enableWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, lockWebhook, requeueDelivery, updateWebhook, type WebhookRecord,
 } from './queries.ts';
 
 /** A webhook as administrators see it: never the secret. */
@@ -102,6 +102,23 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         return after;
       });
       return toPublic(webhook, true);
+    },
+
+    /**
+     * Turns a webhook off (as a 410 from the receiver would: pending deliveries are closed) or
+     * back on. Audited with the acting administrator.
+     */
+    async setActive(id: number, active: boolean, actor: Actor): Promise<void> {
+      await db.transaction(async (tx) => {
+        const found = await lockWebhook(tx, id);
+        if (!found) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+        if (active) await enableWebhook(tx, id);
+        else await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
+        await writeAudit(tx, {
+          action: active ? 'webhook.enable' : 'webhook.disable', outcome: 'success', ...audit(actor),
+          details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null, webhook_id: id, url: found.url },
+        });
+      });
     },
 
     async list(): Promise<PublicWebhook[]> {
