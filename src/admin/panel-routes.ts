@@ -35,7 +35,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: home.handle((h) => h.overview),
   }),
   panel({
-    method: 'get', path: '/admin/audit', summary: 'Audit log page with filters and export', query: auditQuery, responses: { 200: html('Audit log') },
+    method: 'get', path: '/admin/audit', summary: 'Audit log page with filters and export', query: auditQuery, queryCheckedByHandler: true, responses: { 200: html('Audit log') },
     handle: home.handle((h) => h.audit),
   }),
   panel({

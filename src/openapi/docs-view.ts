@@ -54,6 +54,9 @@ export interface OperationView {
   responses: Array<{ status: string; descriptionHtml: string; example?: string }>;
 }
 
+/** Statuses the page explains once instead of under each operation (the document lists them everywhere). */
+const COMMON_STATUSES = new Set(['413', '415', '500', '503']);
+
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
@@ -103,7 +106,8 @@ export function docsViewModel(doc: { paths?: unknown }): Array<{ tag: string; op
         body: schema && mediaType
           ? { mediaType, variants: (schema.oneOf ?? schema.anyOf ?? [schema]).map(fields), example: media?.example === undefined ? undefined : JSON.stringify(media.example, null, 2) }
           : undefined,
-        responses: Object.entries(op.responses ?? {}).map(([status, r]) => {
+        // the answers every operation of a kind gives are said once at the top of the page
+        responses: Object.entries(op.responses ?? {}).filter(([status]) => !COMMON_STATUSES.has(status)).map(([status, r]) => {
           const example = r.content?.['application/json']?.example;
           return { status, descriptionHtml: inlineHtml(String(r.description ?? '')), example: example === undefined ? undefined : JSON.stringify(example, null, 2) };
         }),

@@ -38,7 +38,7 @@ export const PAGE_ROUTES = [
     method: 'get', path: '/sso/login', tag: 'Pages', access: 'page', limit: 'none',
     summary: 'SSO login page for a client system',
     description: 'Signed-in users go straight back to the client; otherwise the sign-in form. After sign-in the browser is redirected to the client\'s callback URL with `token` (and `state`).',
-    query: clientLoginQuerySchema,
+    query: clientLoginQuerySchema, queryCheckedByHandler: true,
     before: (s) => [clientTarget(s.clients, 'query')],
     responses: { 200: html('The sign-in page'), 303: redirect('Already signed in: to the callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or bad parameters') },
     handle: login.handle((h) => h.show),

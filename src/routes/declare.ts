@@ -76,6 +76,11 @@ export interface Route<A extends Access = Access, B = unknown, Q = unknown, P = 
   /** The body may be left out (every field is optional). */
   bodyOptional?: boolean;
   query?: z.ZodType<Q>;
+  /**
+   * The handler reads the query itself (to show the page with the problem, not an error page):
+   * `query` then only documents it.
+   */
+  queryCheckedByHandler?: boolean;
   /** Path parameters; a value the schema refuses is 400 invalid_id before anything else runs. */
   params?: z.ZodType<P>;
   /** Answers may be cached (health, metrics, the reference); every other answer is no-store. */

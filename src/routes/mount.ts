@@ -60,7 +60,7 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
     if (route.params) chain.push(checkParams(route.params));
     if (route.body) chain.push(validateBody(route.body));
   }
-  if (route.query) chain.push(validateQuery(route.query));
+  if (route.query && !route.queryCheckedByHandler) chain.push(validateQuery(route.query));
   const handler = route.handle(s, routes);
   const run: RequestHandler = (req, res, next) =>
     handler({
