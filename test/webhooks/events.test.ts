@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { withClockBehind } from '../helpers/clock.ts';
 import { makeClient, makeUser, TEST_PASSWORD } from '../helpers/factories.ts';
 import { EVENT_TYPES } from '../../src/webhooks/events.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
@@ -116,7 +117,8 @@ describe('each of the seven events arrives, signed, with its documented data', (
     const client = await makeClient(app);
     const user = await makeUser(app);
     const creds = { client_id: client.client_id, client_secret: client.client_secret, username: user.username };
-    const unused = await app.http.post('/api/sso/token', creds);
+    // issued as if 4 s ago: it expires within a second instead of after TOKEN_TTL_SECONDS (5)
+    const unused = await withClockBehind(4, () => app.http.post('/api/sso/token', creds));
     const used = await app.http.post('/api/sso/token', creds);
     expect((await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: used.body.token })).status).toBe(200);
     const claims = jwtPayload(unused.body.token);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { withClockBehind } from '../helpers/clock.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { writeTogether } from '../../src/db/statement.ts';
@@ -43,9 +44,10 @@ describe('two service instances on one database', () => {
     const users = await Promise.all(Array.from({ length: 4 }, () => makeUser(a)));
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
 
-    // Events written through both instances at once...
-    const issued = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-      (i % 2 ? a : b).http.post('/api/sso/token', { ...creds, username: users[i % users.length].username })));
+    // Events written through both instances at once (the tokens issued as if 4 s ago: they
+    // expire within a second instead of after TOKEN_TTL_SECONDS)...
+    const issued = await withClockBehind(4, () => Promise.all(Array.from({ length: 30 }, (_, i) =>
+      (i % 2 ? a : b).http.post('/api/sso/token', { ...creds, username: users[i % users.length].username }))));
     for (const r of issued) expect(r.status, r.text).toBe(200);
     // ...and a burst nobody wakes a dispatcher for: both instances' poll loops race to claim it.
     const burst = Array.from({ length: 60 }, (_, i) => ({ client_id: `burst-${i}`, client_name: `Burst ${i}` }));
