@@ -1,19 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
-
-/**
- * Starts the browser test files first, then the rest longest first (vitest's own order: by
- * the last run's durations, else by file size). The two workers take files from one queue,
- * so a long file taken last would leave one worker alone at the end; the browser files are
- * the longest (Chromium, axe on every page), and a fresh checkout has no durations to go by.
- */
-class BrowserFilesFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const browser = (f: TestSpecification) => f.moduleId.endsWith('.browser.test.ts');
-    return [...sorted.filter(browser), ...sorted.filter((f) => !browser(f))];
-  }
-}
 
 /**
  * The test suite: every test/**\/*.test.ts, on the embedded database (PGlite in memory) or,
@@ -35,7 +20,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 20_000,
-    sequence: { sequencer: BrowserFilesFirst },
     coverage: {
       provider: 'v8',
       include: ['src/**'],
