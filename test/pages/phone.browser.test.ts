@@ -95,6 +95,13 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       await check(page, size.name, 'error-400', problems);
       await page.goto(`${url}/sso/logout`);
       await check(page, size.name, 'signed-out', problems);
+      expect(problems).toStrictEqual([]);
+    });
+
+    // the reference page is the largest page: its own test, so no test holds more than a few page loads
+    it(`${size.name}: the API reference page`, async () => {
+      const problems: string[] = [];
+      const page = watchConsole(await (await open()).newPage(), problems);
       await page.goto(`${url}/docs`);
       await check(page, size.name, 'docs', problems);
       expect(problems).toStrictEqual([]);
