@@ -37,6 +37,15 @@ export default tseslint.config(
     },
   },
   {
+    // The admin API and panel go through the other capabilities' services, never their
+    // queries (docs/architecture.md); shared record types live in their own modules
+    // (users/user.ts, clients/client.ts, audit/filter.ts).
+    files: ['src/admin/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./[^/]+/[^/]*queries\\.ts$', message: "admin/ uses the capability's service (or its record type module), not its queries." }] }],
+    },
+  },
+  {
     // Tests read loosely typed JSON answers; their files hold one capability's cases each.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

@@ -1,7 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import type { RouteServices } from './routes/declare.ts';
-import { apiHeaders, headersByKind } from './http/api-headers.ts';
+import { fastJsonBody } from './http/fast-json.ts';
+import { apiHeaders, headersByKind, pageHeaders } from './http/security-headers.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
@@ -11,11 +13,17 @@ import { requireJsonBody } from './http/validate.ts';
 import { requestLogger } from './logging/request-log.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ROUTES } from './routes/index.ts';
+import { createFastPath } from './routes/fast-path.ts';
 import { mountRoutes } from './routes/mount.ts';
-import { securityHeaders } from './pages/security.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 export const PUBLIC_DIR = fileURLToPath(new URL('../public/', import.meta.url));
+
+/** The largest JSON body accepted (16 KiB): a larger one is 413. */
+const JSON_BODY_LIMIT = 16 * 1024;
+
+/** Express's own dispatch of a request (untyped in @types/express). */
+type ExpressHandle = (req: IncomingMessage, res: ServerResponse, callback?: (err?: unknown) => void) => void;
 
 /** Everything createApp needs: the wired services and the rate limiters. */
 export type AppDeps = RouteServices;
@@ -33,14 +41,21 @@ export function createApp(deps: AppDeps): Express {
   app.set('views', VIEWS_DIR);
   // every view reads the organisation's name and logo (checked at config load: local or data: only)
   app.locals.brand = { name: config.BRAND_NAME, logoUrl: config.BRAND_LOGO_URL ?? null };
-  app.use(requestLogger(logger)); // first: every answer, errors included, has a request id and a log line
-  app.use(httpMetrics(deps.deps.metrics));
+  // The app-wide steps every request passes before the routers, named so the fast path of
+  // the hot routes (below) runs these very functions.
   const production = config.NODE_ENV === 'production';
-  app.use(headersByKind(apiHeaders({ production }), securityHeaders({ production }))); // API: a short fixed set; pages: CSP without inline script, nosniff, no framing
+  const logRequest = requestLogger(logger); // first: every answer, errors included, has a request id and a log line
+  const timeRequest = httpMetrics(deps.deps.metrics);
+  const securityHeaders = headersByKind(apiHeaders({ production }), pageHeaders({ production })); // API: a short fixed set; pages: CSP without inline script, nosniff, no framing
+  const jsonBody = express.json({ limit: JSON_BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'] });
+
+  app.use(logRequest);
+  app.use(timeRequest);
+  app.use(securityHeaders);
   app.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h' })); // before sessions: assets need none
 
   app.use('/api', requireJsonBody);
-  app.use(express.json({ limit: '16kb', strict: false, type: ['application/json', 'application/*+json'] }));
+  app.use(jsonBody);
   app.use(rejectUnstorableText); // NUL and lone surrogates are bad input, not database errors
 
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
@@ -56,6 +71,19 @@ export function createApp(deps: AppDeps): Express {
 
   app.use('/api', apiNotFound);
   app.use(pageNotFound);
-  app.use(errorHandler(logger));
+  const handleError = errorHandler(logger);
+  app.use(handleError);
+
+  // Token issue and validation skip Express's router walk: the same steps, run by the fast
+  // path (src/routes/fast-path.ts); every other request, and these written any other way, go
+  // through Express.
+  const serveHot = createFastPath(app, declared.hot([logRequest, timeRequest, securityHeaders, requireJsonBody, fastJsonBody(jsonBody, JSON_BODY_LIMIT), rejectUnstorableText]), handleError);
+  // app(req, res) calls app.handle (node_modules/express/lib/express.js), whoever serves it:
+  // http.createServer(app), app.listen, supertest. A mounted sub-app (callback set) is not.
+  const dispatch = app as Express & { handle: ExpressHandle };
+  const handle = dispatch.handle.bind(app);
+  dispatch.handle = (req, res, callback) => {
+    if (callback || !serveHot(req, res)) handle(req, res, callback);
+  };
   return app;
 }

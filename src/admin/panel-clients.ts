@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import type { ClientRecord } from '../clients/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import { type ClientService, toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';

@@ -3,7 +3,7 @@ import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
 import { type FieldErrors, fieldErrorsOf } from '../pages/field-errors.ts';
 import { fieldErrorsNext, type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 declare module 'express-session' {
   interface SessionData {

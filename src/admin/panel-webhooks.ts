@@ -25,7 +25,7 @@ function apiInput<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`, { extra: { field } });
 }
 
-/** What each event means, for the checkboxes (SPEC 6 and DESIGN.md). */
+/** What each event means, for the checkboxes (docs/contract.md, "Webhooks"). */
 export const EVENT_LABELS: Record<string, string> = {
   'user.login': 'A user signed in to a client system (SSO token issued)',
   'user.logout': 'A user signed out',

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 /*
  * The administration's read model: statements over several capabilities' tables at once, for

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AuditFilter } from '../audit/queries.ts';
+import type { AuditFilter } from '../audit/filter.ts';
 import { MAX_GRACE_SECONDS } from '../clients/service.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { MAX_LOGO_URL_LENGTH } from '../pages/logo-url.ts';

@@ -3,7 +3,7 @@ import type { TwoFactor } from '../auth/two-factor.ts';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import type { ListedLink, LinkService } from '../links/service.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import type { UserService } from '../users/service.ts';
 import { type AdminUserRow, findAdminUserRow, searchAdminUsers } from './queries.ts';
 

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Queryable } from '../db/db.ts';
-import { type AuditFilter, auditBatchAfter, type AuditRow } from './queries.ts';
+import { auditBatchAfter, type AuditRow } from './queries.ts';
+import type { AuditFilter } from './filter.ts';
 
 /** An audit row as the API and the exports show it: the row with a numeric id and an ISO time. */
 export type PublicAuditEntry = Omit<AuditRow, 'id' | 'at'> & { id: number; at: string };

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { type Bind, statementParams, type WritePart } from '../db/statement.ts';
+import type { AuditFilter } from './filter.ts';
 
 /** One audit record. Never put passwords, secrets or whole tokens in `details`. */
 export interface AuditEntry {
@@ -49,19 +50,6 @@ export interface AuditRow {
   ip_address: string | null;
   user_agent: string | null;
   details: Record<string, unknown>;
-}
-
-/** What the audit log can be filtered by; every field optional. */
-export interface AuditFilter {
-  /** A numeric user id, or a (normalized) username. */
-  userId?: number;
-  username?: string;
-  clientId?: string;
-  action?: string;
-  outcome?: 'success' | 'failure';
-  ip?: string;
-  from?: Date;
-  to?: Date;
 }
 
 /**

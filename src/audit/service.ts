@@ -2,7 +2,8 @@ import type { Writable } from 'node:stream';
 import type { Db } from '../db/db.ts';
 import type { Actor } from './actor.ts';
 import { type ExportFormat, streamAudit, toPublicAudit, type PublicAuditEntry } from './export.ts';
-import { auditActions, auditPage, type AuditFilter } from './queries.ts';
+import { auditActions, auditPage } from './queries.ts';
+import type { AuditFilter } from './filter.ts';
 import { writeAudit } from './writer.ts';
 
 /** Reading the audit log: pages for the API and the panel, and the audited export. */

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
-import { USER_COLUMNS, type UserRecord } from '../users/queries.ts';
+import { USER_COLUMNS } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 /** A user with the stored password hash and the must-change flag. */
 export interface PasswordUser extends UserRecord {

@@ -3,7 +3,8 @@ import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import type { Mailer } from '../mail/mailer.ts';
-import { clearLoginAttempts, type UserRecord } from '../users/queries.ts';
+import { clearLoginAttempts } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { assertPasswordAllowed } from './password-policy.ts';
 import {

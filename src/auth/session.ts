@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { clientIp } from '../http/client-ip.ts';
 import { SESSION_COOKIE } from '../http/session.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 function promisify(run: (done: (err?: unknown) => void) => void): Promise<void> {
   return new Promise((resolve, reject) => run((err) => (err ? reject(err) : resolve())));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { deleteUserSession, listUserSessions } from './session-queries.ts';
 import { signOutEverywhere } from './sign-out.ts';
 

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/db.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import {
   claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
 } from './queries.ts';

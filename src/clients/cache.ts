@@ -1,5 +1,5 @@
 import type { Db, Listener } from '../db/db.ts';
-import type { ClientRecord } from './queries.ts';
+import type { ClientRecord } from './client.ts';
 
 /** The channel migrations/0010_client_change_notify.sql announces client changes on. */
 export const CLIENT_CHANGED_CHANNEL = 'auth_client_changed';

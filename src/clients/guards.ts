@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../http/errors.ts';
 import { clientIp, normalizeIp } from '../http/client-ip.ts';
-import type { ClientRecord } from './queries.ts';
+import type { ClientRecord } from './client.ts';
 import type { ClientService } from './service.ts';
 import { isIpAllowed } from './allowlist.ts';
 

@@ -1,23 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-
-/** A client system as stored (the secret only as hash and last four characters). */
-export interface ClientRecord {
-  client_id: string;
-  client_name: string;
-  secret_hash: string;
-  secret_last4: string;
-  callback_url: string;
-  allowed_ips: string[];
-  /** Shown on its sign-in page: a path under /assets or a data: image (see pages/logo-url.ts), or null. */
-  logo_url: string | null;
-  active: boolean;
-  created_at: Date;
-  updated_at: Date;
-  /** The secret a rotation replaced, while its grace lasts (by the database clock); otherwise null. */
-  previous_secret_hash: string | null;
-  /** When the previous secret stops working; null when there is none (or its grace is over). */
-  previous_secret_expires_at: Date | null;
-}
+import type { ClientRecord } from './client.ts';
 
 /**
  * Every column of a ClientRecord. The previous secret is read only while its grace lasts,

@@ -6,7 +6,8 @@ import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
 import { createClientCache } from './cache.ts';
-import { type ClientRecord, findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
+import { findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
+import type { ClientRecord } from './client.ts';
 
 /** A client as shown to administrators: the secret masked. */
 export interface PublicClient {

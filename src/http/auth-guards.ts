@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import type { AuthService } from '../auth/service.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { AppError } from './errors.ts';
 
 /** How the current user proved who they are. */

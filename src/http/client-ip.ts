@@ -1,12 +1,17 @@
 import type { Request } from 'express';
 import ipaddr from 'ipaddr.js';
 
+/** Where a request keeps its resolved address. */
+const CLIENT_IP = Symbol('clientIp');
+
 /**
  * The caller's address: the socket address, or the X-Forwarded-For hop Express resolved
  * under TRUST_PROXY. IPv4-mapped IPv6 (::ffff:1.2.3.4) is folded to IPv4.
  */
 export function clientIp(req: Request): string {
-  return normalizeIp(req.ip ?? req.socket.remoteAddress ?? '');
+  // asked several times per request (allow list, rate limit, audit): Express resolves req.ip anew each time
+  const resolved = req as Request & { [CLIENT_IP]?: string };
+  return (resolved[CLIENT_IP] ??= normalizeIp(req.ip ?? req.socket.remoteAddress ?? ''));
 }
 
 /** Canonical text of an address (IPv4-mapped folded); the input unchanged when it is not one. */

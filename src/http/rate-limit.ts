@@ -42,7 +42,7 @@ class RecoveringRedisStore extends RedisStore {
   }
 }
 
-/** The three limits of SPEC 8 (and DESIGN.md), as Express middleware. */
+/** The rate limits (docs/contract.md, "Limits"), as Express middleware. */
 export interface RateLimiters {
   /** Login endpoints, per IP address. */
   login: RequestHandler;

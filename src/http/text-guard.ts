@@ -34,7 +34,7 @@ function refuseUnstorable(where: string, value: unknown): void {
  */
 export const rejectUnstorableText: RequestHandler = (req, _res, next) => {
   if (/%00/i.test(req.path) || req.path.includes('\0')) refuseUnstorable('The path', '\0');
-  refuseUnstorable('The query string', req.query);
+  if (req.url.includes('?')) refuseUnstorable('The query string', req.query); // no query, nothing to parse
   refuseUnstorable('The request body', req.body);
   next();
 };

@@ -40,7 +40,8 @@ export function queryInput<S extends z.ZodType>(res: Response, _schema?: S): z.i
   return res.locals.query as z.infer<S>;
 }
 
-const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+// Spaces and tabs only, as the JSON parser reads a type (a no-break space makes another type).
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json[ \t]*(?:;|$)/i;
 
 /**
  * API bodies are JSON: a request that carries a body of another type is 415 before any

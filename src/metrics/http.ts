@@ -31,16 +31,13 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     metrics.httpInFlight.inc();
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
+    // 'close' alone: a response emits it once, after 'finish' when it was sent and alone when
+    // the connection went first (src/logging/request-log.ts listens the same way).
+    res.once('close', () => {
       metrics.httpInFlight.dec();
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       seriesFor(req.method, routeLabel(req), String(res.statusCode)).observe(seconds);
-    };
-    res.once('finish', finish);
-    res.once('close', finish);
+    });
     next();
   };
 }

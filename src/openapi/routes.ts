@@ -1,7 +1,26 @@
 import { html } from './operation.ts';
-import { route } from '../routes/declare.ts';
+import { type AnyRoute, route } from '../routes/declare.ts';
 import { buildOpenApiDocument } from './document.ts';
 import { docsViewModel } from './docs-view.ts';
+
+type Reference = { document: ReturnType<typeof buildOpenApiDocument>; groups: ReturnType<typeof docsViewModel> };
+const references = new WeakMap<readonly AnyRoute[], Reference>();
+
+/**
+ * The document of a route table and its readable view, built once per table: the declarations
+ * do not change at run time, and building them takes tens of milliseconds, which every app
+ * built from the table (several instances in one process, each test's app) would pay again.
+ * Nothing changes the document after it is built: it is only serialized and rendered.
+ */
+function referenceOf(routes: readonly AnyRoute[]): Reference {
+  let reference = references.get(routes);
+  if (!reference) {
+    const document = buildOpenApiDocument(routes);
+    reference = { document, groups: docsViewModel(document) };
+    references.set(routes, reference);
+  }
+  return reference;
+}
 
 /** GET /api/openapi.json (OpenAPI 3.1) and GET /docs (the same, readable; no CDN, no script). */
 export const OPENAPI_ROUTES = [
@@ -10,7 +29,7 @@ export const OPENAPI_ROUTES = [
     summary: 'This API reference as OpenAPI 3.1',
     responses: { 200: { description: 'The document (OpenAPI 3.1)', mediaType: 'application/json' } },
     handle: (_s, routes) => {
-      const document = buildOpenApiDocument(routes); // built once: the declarations do not change at run time
+      const { document } = referenceOf(routes);
       return ({ res }) => {
         res.json(document);
       };
@@ -21,8 +40,7 @@ export const OPENAPI_ROUTES = [
     summary: 'This API reference, readable',
     responses: { 200: html('The reference page') },
     handle: (_s, routes) => {
-      const document = buildOpenApiDocument(routes);
-      const groups = docsViewModel(document);
+      const { document, groups } = referenceOf(routes);
       return ({ res }) => {
         res.render('docs', { title: 'API reference', groups, info: document.info });
       };

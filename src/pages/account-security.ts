@@ -3,7 +3,7 @@ import type { AuthService } from '../auth/service.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { flashNext, renderPage } from './render.ts';
 import { securityCodeSchema } from './schemas.ts';

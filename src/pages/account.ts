@@ -5,7 +5,7 @@ import type { SessionService } from '../auth/sessions.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { changePasswordFormSchema, endSessionFormSchema } from './account-schemas.ts';
 import { flashNext, renderPage } from './render.ts';
 

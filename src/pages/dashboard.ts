@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { sendToClient } from './login.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';

@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import { isUsableCallbackUrl } from '../clients/callback.ts';
-import type { ClientRecord } from '../clients/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import type { ClientService } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { clientLoginTargetSchema, localNextSchema } from './schemas.ts';

@@ -2,12 +2,12 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
 import { PasswordChangeRequired } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
 import { beginPasswordChange, endSession, establishSession } from '../auth/session.ts';
-import type { ClientRecord } from '../clients/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { buildRedirectUrl, type SsoService } from '../sso/service.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';

@@ -1,9 +1,9 @@
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
-import type { ClientRecord } from '../clients/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import type { Services } from '../deps.ts';
 import type { RateLimiters } from '../http/rate-limit.ts';
-import type { UserRecord } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 /**
  * Who may call a route. The router mounts the matching guard; the API reference states it.
@@ -90,6 +90,11 @@ export interface Route<A extends Access = Access, B = unknown, Q = unknown, P = 
    * under client credentials always are (they are the hot paths).
    */
   sessionless?: boolean;
+  /**
+   * A hot server-to-server route: also served by the fast path in front of Express's router
+   * (src/routes/fast-path.ts), with the same chain.
+   */
+  hot?: boolean;
   /** Served only when the condition on the services holds (the demo pages outside production). */
   when?: (s: RouteServices) => boolean;
   /** Extra steps after the body is parsed and before the guards: response headers, the sign-in target. */

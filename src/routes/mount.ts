@@ -2,13 +2,14 @@ import { Router, type RequestHandler } from 'express';
 import { requireAdminPage, adminFormBody } from '../admin/panel-common.ts';
 import { authenticateClient, requireAllowedIp } from '../clients/guards.ts';
 import { requireAdmin, requireUser } from '../http/auth-guards.ts';
-import { AppError } from '../http/errors.ts';
+import { apiNotFound, AppError } from '../http/errors.ts';
 import { noStore } from '../http/no-store.ts';
 import { formBody } from '../http/text-guard.ts';
 import { validateBody, validateQuery } from '../http/validate.ts';
 import { requireCsrf } from '../pages/csrf.ts';
 import { requirePageUser } from '../pages/dashboard.ts';
 import type { AnyRoute, RouteServices } from './declare.ts';
+import { enterRoute, type FastRoute } from './fast-path.ts';
 
 const pageForm = formBody({ parameterLimit: 20 });
 
@@ -73,16 +74,37 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
   return chain;
 }
 
-/**
- * The two routers the app mounts, generated from the declarations: the sessionless ones
- * (before the session middleware) and the rest.
- */
-export function mountRoutes(routes: readonly AnyRoute[], s: RouteServices): { sessionless: Router; withSession: Router } {
+/** What the app mounts, generated from the declarations. */
+export interface MountedRoutes {
+  /** The routes served before the session middleware. */
+  sessionless: Router;
+  /** The rest. */
+  withSession: Router;
+  /**
+   * The hot routes for the fast path (src/routes/fast-path.ts), each with the very chain
+   * instances its router mounts: after `appSteps` (what Express runs before its routers),
+   * the route entered, its chain, and what Express would run should the chain fall through (404).
+   */
+  hot(appSteps: readonly RequestHandler[]): FastRoute[];
+}
+
+/** The routers the app mounts, generated from the declarations, and the hot routes' chains. */
+export function mountRoutes(routes: readonly AnyRoute[], s: RouteServices): MountedRoutes {
   const sessionless = Router();
   const withSession = Router();
+  const hot: Array<{ route: AnyRoute; chain: RequestHandler[] }> = [];
   for (const route of routes) {
     if (route.when && !route.when(s)) continue;
-    (isSessionless(route) ? sessionless : withSession)[route.method](route.path, ...chainOf(route, s, routes));
+    const chain = chainOf(route, s, routes);
+    (isSessionless(route) ? sessionless : withSession)[route.method](route.path, ...chain);
+    if (route.hot) {
+      if (!isSessionless(route) || route.onError) throw new Error(`${route.method} ${route.path}: a hot route is served before sessions and has no error page`);
+      hot.push({ route, chain: chain as RequestHandler[] });
+    }
   }
-  return { sessionless, withSession };
+  return {
+    sessionless,
+    withSession,
+    hot: (appSteps) => hot.map(({ route, chain }) => ({ route, steps: [...appSteps, enterRoute(route), ...chain, apiNotFound] })),
+  };
 }

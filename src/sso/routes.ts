@@ -37,7 +37,7 @@ const validateResponses = (legacy: boolean): Record<number, DocResponse> => {
  */
 const validateRoute = (legacy: boolean) => route({
   method: 'post', path: legacy ? '/api/validate-token' : '/api/sso/validate', tag: 'SSO',
-  access: legacy ? 'client+ip' : 'client', limit: 'validation',
+  access: legacy ? 'client+ip' : 'client', limit: 'validation', hot: true,
   before: legacy ? () => [legacyHeaders] : undefined,
   summary: legacy ? 'Validate a token (legacy; IP allow list)' : 'Validate and consume an SSO token',
   description: legacy
@@ -58,7 +58,7 @@ const validateRoute = (legacy: boolean) => route({
 /** Server-to-server SSO endpoints: issue, validate (and its legacy route), client sign-out. */
 export const SSO_ROUTES = [
   route({
-    method: 'post', path: '/api/sso/token', tag: 'SSO', access: 'client+ip', limit: 'tokenIssue',
+    method: 'post', path: '/api/sso/token', tag: 'SSO', access: 'client+ip', limit: 'tokenIssue', hot: true,
     summary: 'Issue an SSO token for a user (server to server)',
     description: '`ip_address` is the end user\'s address as the client saw it; the token is bound to it (default: the caller\'s address). Emits user.login.',
     body: issueTokenSchema,

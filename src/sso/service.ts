@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
 import { isUsableCallbackUrl } from '../clients/callback.ts';
-import type { ClientRecord } from '../clients/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { createUserLookup, type UserRecord } from '../users/queries.ts';
+import { createUserLookup } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { tokenUserId } from './queries.ts';
 import { createTokenStore } from './token-store.ts';

@@ -2,10 +2,10 @@ import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { SigningKeys } from './keys.ts';
 
-/** The audience of SSO tokens (SPEC 2.3). */
+/** The audience of SSO tokens (docs/contract.md, "SSO token"). */
 export const SSO_AUDIENCE = 'client_applications';
 
-/** The claims of an SSO token: exactly SPEC 2.3 plus jti. */
+/** The claims of an SSO token: exactly those of docs/contract.md ("SSO token"), jti included. */
 export interface SsoClaims {
   user_id: string;
   username: string;
@@ -130,7 +130,7 @@ export function verifyToken<T>(
   return { ok: true, claims: claims as T };
 }
 
-/** Formats a Date as `YYYY-MM-DD HH:MM:SS` in UTC (SPEC 4.2 expires_at). */
+/** Formats a Date as `YYYY-MM-DD HH:MM:SS` in UTC (the `expires_at` of a validation). */
 export function formatUtc(date: Date): string {
   return date.toISOString().slice(0, 19).replace('T', ' ');
 }

@@ -1,16 +1,6 @@
 import { createLookupLoader } from '../db/batch.ts';
 import type { Queryable } from '../db/db.ts';
-
-/** A user as stored, without secrets. */
-export interface UserRecord {
-  id: number;
-  username: string;
-  email: string;
-  role: string;
-  full_name: string;
-  active: boolean;
-  totp_enabled: boolean;
-}
+import type { UserRecord } from './user.ts';
 
 export const USER_COLUMNS = 'id, username, email, role, full_name, active, totp_enabled';
 

@@ -7,7 +7,8 @@ import { signOutEverywhere } from '../auth/sign-out.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile, type UserRecord } from './queries.ts';
+import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile } from './queries.ts';
+import type { UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;

@@ -2,13 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { send } from '../helpers/http.ts';
 
+// One instance for the whole file: every test here sends requests that change nothing (or
+// only what its own request names), with the default configuration.
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app?.close());
+
 /** Hostile and broken input on the API answers 4xx JSON with the codes of docs/contract.md, never a 500. */
 describe('API input hardening', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await startTestApp();
-  });
-  afterAll(() => app.close());
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) => send(app.app, path, { method: 'POST', body, headers });
 
@@ -60,11 +63,6 @@ describe('API input hardening', () => {
 });
 
 describe('text the database cannot store', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await startTestApp();
-  });
-  afterAll(() => app.close());
 
   const hostile = ['a\u0000b', 'ab\ud800'];
 
@@ -96,11 +94,6 @@ describe('text the database cannot store', () => {
 });
 
 describe('cross-site requests with cookies', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await startTestApp();
-  });
-  afterAll(() => app.close());
 
   it('refuses a cookie-carrying POST to the API that a cross-site form could send', async () => {
     // what <form method=post> on another site sends: cookies, no JSON content type

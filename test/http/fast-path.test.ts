@@ -1,0 +1,176 @@
+import { Writable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logging/logger.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import type { HttpResponse, RequestOptions } from '../helpers/http.ts';
+import { parsePrometheus, sampleValue } from '../ops/helpers/prometheus.ts';
+
+/*
+ * Token issue and validation are served by the fast path in front of Express's router
+ * (src/routes/fast-path.ts) when the path is written exactly as declared; written with a
+ * query string, the same request goes through Express's router and the declaration's chain
+ * mounted there. Every case below is sent both ways and must be answered alike.
+ */
+
+/** What may differ between two answers to two requests: when, which request, the counter's remaining count. */
+const PER_REQUEST_HEADERS = new Set(['date', 'x-request-id', 'ratelimit', 'retry-after', 'connection', 'keep-alive']);
+/** Fields that differ from one answer to the next: a token and its redirect (by their jti), the seconds to wait. */
+const PER_ANSWER_FIELDS = ['token', 'redirect_url', 'retry_after'];
+
+function comparable(r: HttpResponse): { status: number; headers: Record<string, unknown>; body: unknown } {
+  const headers = Object.fromEntries(Object.entries(r.headers).filter(([name]) => !PER_REQUEST_HEADERS.has(name)));
+  const body = r.body && typeof r.body === 'object' ? { ...r.body } : r.text;
+  if (body && typeof body === 'object' && PER_ANSWER_FIELDS.some((key) => key in body)) {
+    // the shape is what must agree; so the length differs too
+    for (const key of PER_ANSWER_FIELDS) if (key in body) (body as Record<string, unknown>)[key] = typeof (body as Record<string, unknown>)[key];
+    delete headers['content-length'];
+  }
+  return { status: r.status, headers: { ...headers, 'header names': Object.keys(r.headers).sort() }, body };
+}
+
+describe('the fast path of token issue and validation', () => {
+  let app: TestApp;
+  const lines: Array<Record<string, any>> = [];
+  let routerEntered = 0;
+  let creds: { client_id: string; client_secret: string };
+  let username: string;
+
+  beforeAll(async () => {
+    const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+    app = await startTestApp({ LOG_LEVEL: 'info' }, { logger: createLogger('info', sink) });
+    // Counts the requests Express's own router dispatches (application.js: app.handle -> this.router.handle).
+    const router = (app.app as unknown as { router: { handle: (...args: unknown[]) => unknown } }).router;
+    const dispatch = router.handle;
+    router.handle = function counted(this: unknown, ...args: unknown[]) {
+      routerEntered++;
+      return dispatch.apply(this, args);
+    };
+    const client = await makeClient(app, { allowedIps: ['127.0.0.1', '::1'] });
+    creds = { client_id: client.client_id, client_secret: client.client_secret };
+    username = (await makeUser(app)).username;
+  });
+  afterAll(() => app.close());
+
+  const issue = async () => (await app.http.post('/api/sso/token', { ...creds, username })).body.token as string;
+
+  /** Sends the case to the exact path (fast path) and with a query string (Express), each with a fresh request. */
+  async function bothWays(path: string, make: () => Promise<RequestOptions> | RequestOptions) {
+    const before = routerEntered;
+    const fast = await app.http.send(path, { method: 'POST', ...(await make()) });
+    const viaFast = routerEntered - before;
+    const express = await app.http.send(`${path}?via=express`, { method: 'POST', ...(await make()) });
+    const viaExpress = routerEntered - before - viaFast;
+    return { fast, express, viaFast, viaExpress };
+  }
+
+  const json = (body: unknown): RequestOptions => ({ body });
+  const raw = (text: string, type = 'application/json'): RequestOptions => ({ body: text, headers: { 'content-type': type } });
+  /** The JSON text of `body` padded with spaces to exactly `bytes` bytes. */
+  const padTo = (bytes: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    return text + ' '.repeat(bytes - Buffer.byteLength(text));
+  };
+  const cases: Array<[string, string, () => Promise<RequestOptions> | RequestOptions, number]> = [
+    ['a valid token', '/api/sso/validate', async () => json({ ...creds, token: await issue() }), 200],
+    ['a token validated twice', '/api/sso/validate', async () => {
+      const token = await issue();
+      await app.http.post('/api/sso/validate', { ...creds, token });
+      return json({ ...creds, token });
+    }, 401],
+    ['a token of the wrong shape', '/api/sso/validate', () => json({ ...creds, token: 'not-a-jwt' }), 401],
+    ['a wrong client secret', '/api/sso/validate', async () => json({ ...creds, client_secret: 'wrong', token: await issue() }), 401],
+    ['a body that is not JSON', '/api/sso/validate', () => ({ body: '{"client_id":', headers: { 'content-type': 'application/json' } }), 400],
+    ['a body of another type', '/api/sso/validate', () => ({ body: 'token=x', headers: { 'content-type': 'text/plain' } }), 415],
+    ['a body over 16 KiB', '/api/sso/validate', () => json({ ...creds, token: 'x'.repeat(17_000) }), 413],
+    ['a missing field', '/api/sso/validate', () => json({ client_id: creds.client_id }), 400],
+    ['a NUL character', '/api/sso/validate', () => json({ ...creds, token: 'a\u0000b' }), 400],
+    ['a body with a UTF-8 byte order mark', '/api/sso/validate', () => raw(`\uFEFF${JSON.stringify({ ...creds, token: 'not-a-jwt' })}`), 401],
+    ['a body typed with charset=utf-8', '/api/sso/validate', () => raw(JSON.stringify({ ...creds, token: 'not-a-jwt' }), 'application/json; charset=UTF-8'), 401],
+    ['a body said to be UTF-16 that is not', '/api/sso/validate', () => raw(JSON.stringify({ ...creds, token: 'not-a-jwt' }), 'application/json; charset=utf-16'), 400],
+    ['a body in a charset JSON does not allow', '/api/sso/validate', () => raw(JSON.stringify({ ...creds, token: 'not-a-jwt' }), 'application/json; charset=latin1'), 415],
+    ['a body typed with a +json suffix', '/api/sso/validate', () => raw(JSON.stringify({ ...creds, token: 'not-a-jwt' }), 'application/vnd.example+json'), 401],
+    ['a gzip-encoded body', '/api/sso/validate', () => ({ body: gzipSync(JSON.stringify({ ...creds, token: 'not-a-jwt' })), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } }), 401],
+    ['a body typed with a no-break space after the type', '/api/sso/validate', () => raw(JSON.stringify({ ...creds, token: 'not-a-jwt' }), 'application/json\u00a0'), 415],
+    ['an empty body', '/api/sso/validate', () => raw(''), 400],
+    ['a body of JSON that is not an object', '/api/sso/validate', () => raw('"just a string"'), 400],
+    ['a body of exactly 16 KiB', '/api/sso/validate', () => raw(padTo(16 * 1024, { ...creds, token: 'not-a-jwt' })), 401],
+    ['a body one byte over 16 KiB', '/api/sso/validate', () => raw(padTo(16 * 1024 + 1, { ...creds, token: 'not-a-jwt' })), 413],
+    ['a token on the legacy route', '/api/validate-token', async () => json({ ...creds, token: await issue() }), 200],
+    ['the legacy route from outside the allow list', '/api/validate-token', async () => ({ ...json({ ...creds, token: await issue() }), localAddress: '127.0.0.2' }), 403],
+    ['a token issue', '/api/sso/token', () => json({ ...creds, username }), 200],
+    ['a token issue for nobody', '/api/sso/token', () => json({ ...creds, username: 'nobody-at-all' }), 404],
+    ['a token issue from outside the allow list', '/api/sso/token', () => ({ ...json({ ...creds, username }), localAddress: '127.0.0.2' }), 403],
+  ];
+
+  it.each(cases)('answers %s exactly as the Express chain does', async (_name, path, make, status) => {
+    const { fast, express, viaFast, viaExpress } = await bothWays(path, make);
+    expect(viaFast, 'the exact path is served without Express\'s router').toBe(0);
+    expect(viaExpress, 'with a query string the request goes through Express\'s router').toBe(1);
+    expect(fast.status, fast.text).toBe(status);
+    expect(comparable(fast)).toStrictEqual(comparable(express));
+  });
+
+  it('names the request with the caller\'s X-Request-Id and writes the same log line as Express', async () => {
+    lines.length = 0;
+    const body = { ...creds, token: 'not-a-jwt' };
+    const fast = await app.http.send('/api/sso/validate', { method: 'POST', body, headers: { 'x-request-id': 'fast-1' } });
+    const express = await app.http.send('/api/sso/validate?via=express', { method: 'POST', body, headers: { 'x-request-id': 'express-1' } });
+    expect(fast.headers['x-request-id']).toBe('fast-1');
+    expect(express.headers['x-request-id']).toBe('express-1');
+    const lineOf = (id: string) => lines.find((l) => l.req?.id === id);
+    const [a, b] = [lineOf('fast-1'), lineOf('express-1')];
+    expect(a, 'a log line for the fast path').toBeTruthy();
+    expect(b, 'a log line for the Express path').toBeTruthy();
+    const shape = (l: Record<string, any>) => ({ ...l, time: 0, pid: 0, responseTime: 0, req: { ...l.req, id: '', url: l.req.url.split('?')[0] } });
+    expect(shape(a!)).toStrictEqual(shape(b!));
+    expect(a!.res.statusCode).toBe(401);
+  });
+
+  it('times both under the route pattern, one metric series, and leaves none in flight', async () => {
+    const labels = { method: 'POST', route: '/api/sso/validate', status: '401' };
+    const scrape = async () => parsePrometheus((await app.http.get('/metrics')).text);
+    const before = await scrape();
+    await bothWays('/api/sso/validate', () => json({ ...creds, token: 'not-a-jwt' }));
+    await bothWays('/api/sso/validate', () => raw('{"client_id":'));
+    const after = await scrape();
+    expect(sampleValue(after, 'http_request_duration_seconds_count', labels) - sampleValue(before, 'http_request_duration_seconds_count', labels)).toBe(2);
+    // a body refused before the route is entered counts as unmatched either way, as in Express
+    const unmatched = { method: 'POST', route: 'unmatched', status: '400' };
+    expect(sampleValue(after, 'http_request_duration_seconds_count', unmatched) - sampleValue(before, 'http_request_duration_seconds_count', unmatched)).toBe(2);
+    expect(sampleValue(after, 'http_requests_in_flight'), 'only the scrape itself').toBe(sampleValue(before, 'http_requests_in_flight'));
+  });
+
+  it('leaves every other route, and the hot ones written another way, to Express', async () => {
+    const before = routerEntered;
+    expect((await app.http.get('/healthz')).status).toBe(200);
+    expect((await app.http.post('/api/sso/validate/', { ...creds, token: 'not-a-jwt' })).status).toBe(401);
+    expect((await app.http.send('/api/sso/validate', { method: 'GET' })).status).toBe(404);
+    expect((await app.http.send('/api/sso/validate', { method: 'PUT', body: { ...creds, token: 'not-a-jwt' } })).status).toBe(404);
+    expect((await app.http.send('/api/sso/validate', { method: 'OPTIONS' })).status).toBe(200);
+    expect((await app.http.post('/API/SSO/VALIDATE', { ...creds, token: 'not-a-jwt' })).status).toBe(401);
+    expect(routerEntered - before).toBe(6);
+  });
+});
+
+describe('the fast path under a rate limit', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ RATE_LIMIT_VALIDATE_PER_MIN: '1', RATE_LIMIT_TOKEN_PER_MIN: '1' });
+  });
+  afterAll(() => app.close());
+
+  it('shares the counter with the Express chain and refuses alike once it is spent', async () => {
+    const client = await makeClient(app);
+    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    const first = await app.http.post('/api/sso/validate', { ...creds, token: 'not-a-jwt' });
+    expect(first.status).toBe(401);
+    const express = await app.http.post('/api/sso/validate?via=express', { ...creds, token: 'not-a-jwt' });
+    const fast = await app.http.post('/api/sso/validate', { ...creds, token: 'not-a-jwt' });
+    expect(fast.status).toBe(429);
+    expect(comparable(fast)).toStrictEqual(comparable(express));
+    expect(fast.headers['retry-after']).toMatch(/^\d+$/);
+    expect(fast.headers.ratelimit).toMatch(/r=0/);
+  });
+});
