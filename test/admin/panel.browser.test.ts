@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { axeResults, browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { startReceiver } from '../webhooks/receiver.ts';
 
@@ -12,13 +11,12 @@ async function signIn(page: Page, app: TestApp, user: { username: string; passwo
   expect(new URL(page.url()).pathname, 'sent to the sign-in page first').toBe('/login');
   await page.getByLabel('Username').fill(user.username);
   await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForLoadState('domcontentloaded');
+  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
 }
 
 /** No WCAG 2 A/AA violations on the page. */
 async function assertAccessible(page: Page, name: string): Promise<void> {
-  const violations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
+  const violations = (await axeResults(page, ['wcag2a', 'wcag2aa'])).violations;
   expect(violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toStrictEqual([]);
 }
 
@@ -29,14 +27,14 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
   let admin: Awaited<ReturnType<typeof makeUser>>;
   beforeAll(async () => {
     app = await startTestApp();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     admin = await makeUser(app, { role: 'admin', fullName: 'Ada Admin' });
     page = await (await newContext(browser)).newPage();
     await signIn(page, app, admin);
     expect(new URL(page.url()).pathname, 'back at the admin page after signing in').toBe('/admin');
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 
@@ -83,12 +81,12 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     const { client, secret: oldSecret } = await app.services.clients.createClient(
       { name: 'Team Wiki', callbackUrl: 'https://wiki.example/cb', allowedIps: ['127.0.0.1'] }, { via: 'cli' });
     await page.goto(`${await app.listen()}/admin/clients/${client.client_id}`);
-    await page.getByRole('link', { name: 'Regenerate secret…' }).click();
+    await clickAndLoad(page, page.getByRole('link', { name: 'Regenerate secret…' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}/regenerate`);
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toMatch(/Regenerate the secret of Team Wiki\?/);
     expect((await tokenFor(client, oldSecret, user.username)).status, 'nothing changes before the confirmation').toBe(200);
     await saveScreenshot(page, 'admin-client-regenerate');
-    await page.getByRole('button', { name: 'Yes, regenerate the secret' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Yes, regenerate the secret' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}`);
     const newSecret = await page.locator('input[data-secret]').inputValue();
     expect(newSecret).not.toBe(oldSecret);
@@ -107,21 +105,19 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await page.goto(`${await app.listen()}/admin/clients/${client.client_id}`);
     const ips = page.locator('#edit-ips');
     await ips.fill('127.0.0.3\n300.1.1.1\nnot-an-ip');
-    await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.waitForLoadState('domcontentloaded');
+    await clickAndLoad(page, page.getByRole('button', { name: 'Save changes' }));
     expect(await page.getByRole('alert').innerText()).toMatch(/Not an IP address or CIDR range: 300\.1\.1\.1, not-an-ip/);
     expect(await page.locator('#edit-ips').inputValue(), 'what was typed is kept for correcting').toBe('127.0.0.3\n300.1.1.1\nnot-an-ip');
     await saveScreenshot(page, 'admin-client-allowlist-refused');
     expect((await app.services.clients.findClient(client.client_id))?.allowed_ips, 'nothing saved').toStrictEqual(['127.0.0.2']);
 
     await page.locator('#edit-ips').fill('0.0.0.0/0');
-    await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.waitForLoadState('domcontentloaded');
+    await clickAndLoad(page, page.getByRole('button', { name: 'Save changes' }));
     expect(await page.getByRole('alert').innerText()).toMatch(/0\.0\.0\.0\/0 admits every address; confirm/);
     expect((await app.services.clients.findClient(client.client_id))?.allowed_ips).toStrictEqual(['127.0.0.2']);
 
     await page.locator('#edit-ips').fill('127.0.0.3');
-    await page.getByRole('button', { name: 'Save changes' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Save changes' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}`);
     expect(await page.getByRole('status').first().innerText()).toMatch(/was saved/);
     expect(await page.locator('#edit-ips').inputValue()).toBe('127.0.0.3');
@@ -130,16 +126,16 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
 
     await page.locator('#edit-ips').fill('0.0.0.0/0');
     await page.getByLabel(/admits every address, and want to save it anyway/).check();
-    await page.getByRole('button', { name: 'Save changes' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Save changes' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}`);
     expect((await app.services.clients.findClient(client.client_id))?.allowed_ips, 'saved with the confirmation').toStrictEqual(['0.0.0.0/0']);
     await assertAccessible(page, 'client detail');
     await saveScreenshot(page, 'admin-client');
 
-    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Deactivate' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}`);
     expect((await tokenFor(client, secret, user.username, '127.0.0.3')).status, 'deactivated').toBe(401);
-    await page.getByRole('button', { name: 'Reactivate' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Reactivate' }));
     await page.waitForURL(`**/admin/clients/${client.client_id}`);
     expect((await tokenFor(client, secret, user.username, '127.0.0.3')).status, 'reactivated').toBe(200);
   });
@@ -152,7 +148,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       await page.getByLabel('Signing secret').fill('a-long-signing-secret');
       await page.getByRole('checkbox', { name: /user\.login A user signed in/ }).check();
       await page.getByRole('checkbox', { name: /user\.locked/ }).check();
-      await page.getByRole('button', { name: 'Register webhook' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Register webhook' }));
       await page.waitForURL(/\/admin\/webhooks\/\d+$/);
       expect(await page.getByRole('status').first().innerText()).toMatch(/registered/);
       expect(await page.locator('.page-heading').innerText()).toMatch(/user\.login\s+user\.locked/);
@@ -160,12 +156,16 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       const user = await makeUser(app);
       expect((await app.http.post('/api/auth/login', { login: user.username, password: user.password })).status).toBe(200);
       await receiver.waitFor(() => receiver.of('user.login').some((r) => r.body.data.user_id === user.id));
-      // The page shows what is recorded when it loads: wait until the attempt is recorded.
-      for (let i = 0; i < 200; i++) {
-        const r = await app.db.query<{ status: string }>("SELECT status FROM webhook_deliveries WHERE event = 'user.login' AND (data->>'user_id')::int = $1", [user.id]);
-        if (r.rows[0]?.status === 'succeeded') break;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      // The page shows what is recorded when it loads: wait until the attempt is recorded
+      // (the receiver has its request a moment before the dispatcher records the answer).
+      const recorded = async () => {
+        for (let i = 0; i < 200; i++) {
+          const r = await app.db.query<{ status: string }>("SELECT status FROM webhook_deliveries WHERE event = 'user.login' AND (data->>'user_id')::int = $1", [user.id]);
+          if (r.rows[0]?.status === 'succeeded') break;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      };
+      await recorded();
       await page.reload();
       const delivery = page.locator('.delivery').first();
       await delivery.locator('[data-field="delivery-status"]', { hasText: 'succeeded' }).waitFor();
@@ -175,9 +175,10 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       await saveScreenshot(page, 'admin-webhook');
 
       const before = receiver.of('user.login').length;
-      await delivery.getByRole('button', { name: 'Redeliver' }).click();
+      await clickAndLoad(page, delivery.getByRole('button', { name: 'Redeliver' }));
       await page.waitForURL(/\/admin\/webhooks\/\d+$/);
       await receiver.waitFor(() => receiver.of('user.login').length > before);
+      await recorded(); // the redelivery too (it was pending again until then)
 
       await page.goto(`${await app.listen()}/admin/webhooks`);
       const card = page.locator('.hook', { hasText: receiver.url });
@@ -186,14 +187,14 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       await saveScreenshot(page, 'admin-webhooks');
 
       await card.getByRole('link').first().click();
-      await page.getByRole('button', { name: 'Disable' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Disable' }));
       await page.waitForURL(/\/admin\/webhooks\/\d+$/);
       expect(await page.locator('[data-field="webhook-state"]').innerText()).toBe('Disabled');
-      await page.getByRole('button', { name: 'Enable' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Enable' }));
       await page.waitForURL(/\/admin\/webhooks\/\d+$/);
       expect(await page.locator('[data-field="webhook-state"]').innerText()).toBe('Active');
       await page.getByLabel('Delete with its delivery log').check();
-      await page.getByRole('button', { name: 'Delete' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Delete' }));
       await page.waitForURL(/\/admin\/webhooks$/);
       expect(await page.locator('.hook', { hasText: receiver.url }).count()).toBe(0);
     } finally {
@@ -208,7 +209,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await page.goto(`${await app.listen()}/admin/audit`);
     await page.getByLabel('User', { exact: true }).fill(victim.username);
     await page.getByLabel('Outcome').selectOption('failure');
-    await page.getByRole('button', { name: 'Filter' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Filter' }));
     await page.waitForURL(/\/admin\/audit\?/);
     const rows = page.locator('tbody tr');
     expect(await rows.count(), 'only the failed login of that user').toBe(1);
@@ -225,7 +226,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
 
     await page.getByLabel('Outcome').selectOption('');
     await page.getByLabel('IP address').fill('127.0.0.1');
-    await page.getByRole('button', { name: 'Filter' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Filter' }));
     await page.waitForURL(/ip=127\.0\.0\.1/);
     expect(await page.locator('tbody tr').first().innerText()).toMatch(/user\.login\s+success/);
   });
@@ -236,21 +237,21 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username) VALUES ($1, $2, $3)', [other.id, client.client_id, 'linus.t']);
     await page.goto(`${await app.listen()}/admin/users`);
     await page.getByLabel('Search users').fill('Linus Linked');
-    await page.getByRole('button', { name: 'Search' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Search' }));
     await page.waitForURL(/q=Linus/);
     expect(await page.locator('tbody tr').count()).toBe(1);
     await assertAccessible(page, 'users');
     await saveScreenshot(page, 'admin-users');
-    await page.getByRole('link', { name: other.username }).click();
+    await clickAndLoad(page, page.getByRole('link', { name: other.username }));
     await page.waitForURL(`**/admin/users/${other.id}`);
     expect(await page.locator(`[data-linked-client="${client.client_id}"]`).innerText()).toMatch(/Ticketing as linus\.t/);
     await assertAccessible(page, 'user');
     await saveScreenshot(page, 'admin-user');
     await page.getByLabel('Full name').fill('Linus Renamed');
-    await page.getByRole('button', { name: 'Save profile' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Save profile' }));
     await page.waitForURL(`**/admin/users/${other.id}`);
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('Linus Renamed');
-    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Deactivate' }));
     await page.waitForURL(`**/admin/users/${other.id}`);
     expect(await page.locator('[data-field="active"]').innerText()).toBe('Inactive');
 
@@ -262,13 +263,12 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await page.getByLabel('Email').fill('bad-address');
     await page.getByLabel('Initial password').fill('a good password');
     await page.locator('form.form').evaluate((f) => f.setAttribute('novalidate', ''));
-    await page.getByRole('button', { name: 'Create user' }).click();
-    await page.waitForLoadState('domcontentloaded');
+    await clickAndLoad(page, page.getByRole('button', { name: 'Create user' }));
     expect(await page.getByRole('alert').innerText()).toMatch(/email is not a valid address/);
     expect(await page.getByLabel('Username').inputValue(), 'kept for correcting').toBe(name);
     await page.getByLabel('Email').fill('new.person@example.com');
     await page.getByLabel('Initial password').fill('a good password');
-    await page.getByRole('button', { name: 'Create user' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Create user' }));
     await page.waitForURL(/\/admin\/users\/\d+$/);
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('New Person');
     expect((await app.http.post('/api/auth/login', { login: name, password: 'a good password' })).status).toBe(200);
@@ -297,7 +297,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
       await assertAccessible(dark, `${name} (dark)`);
     }
     await dark.goto(`${await app.listen()}/admin/clients/${client.client_id}/regenerate`);
-    await dark.getByRole('button', { name: 'Yes, regenerate the secret' }).click();
+    await clickAndLoad(dark, dark.getByRole('button', { name: 'Yes, regenerate the secret' }));
     await dark.waitForURL(`**/admin/clients/${client.client_id}`);
     await assertAccessible(dark, 'secret shown (dark)');
     await saveScreenshot(dark, 'admin-client-secret-dark');

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). CHROMIUM_PATH overrides. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -20,12 +21,58 @@ if (browserMissing) console.log(`# ${browserMissing}`);
 export const RESULTS_DIR = path.resolve('test-results');
 
 /** Starts headless Chromium with the flags a container and CI need. */
-export function launchBrowser(): Promise<Browser> {
+function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
+}
+
+const SHARED = Symbol.for('auth-service.test.shared-browser');
+type SharedHolder = { [SHARED]?: Promise<Browser> };
+
+/**
+ * The Chromium of this test process, started by the first browser file it runs and used by
+ * every later one (kept on globalThis: with vitest's isolate:false a worker process runs
+ * file after file): a launch and its first page cost ~0.5 s on a quiet machine, more with
+ * two workers. Each file is still on its own: everything it does is in browser contexts
+ * (own cookies, storage, permissions) that `releaseBrowser` closes at the end of the file.
+ * Chromium ends with the process (Playwright kills it on exit), or is launched again if it
+ * went away.
+ */
+export function sharedBrowser(): Promise<Browser> {
+  const holder = globalThis as SharedHolder;
+  let browser = holder[SHARED];
+  if (!browser) {
+    browser = launchBrowser();
+    holder[SHARED] = browser;
+    browser.then((b) => b.on('disconnected', () => {
+      if (holder[SHARED] === browser) delete holder[SHARED];
+    }), () => {
+      if (holder[SHARED] === browser) delete holder[SHARED];
+    });
+  }
+  return browser;
+}
+
+/** The end of a file's use of the shared Chromium: closes every context (and page) it opened. */
+export async function releaseBrowser(browser: Browser | undefined): Promise<void> {
+  if (!browser?.isConnected()) return;
+  await Promise.all(browser.contexts().map((context) => context.close()));
+}
+
+/**
+ * axe-core's results for the page, for the given tags. On a page without frames this runs
+ * axe.run() in the page (AxeBuilder's legacy mode), which reports exactly what the default
+ * mode does there, in half the time: the default runs axe.runPartial() per frame and then
+ * axe.finishRun() in a new blank page, injecting axe-core into both. A page with frames
+ * gets the default mode, which also checks cross-origin frames.
+ */
+export async function axeResults(page: Page, tags: string[]): ReturnType<AxeBuilder['analyze']> {
+  const builder = new AxeBuilder({ page }).withTags(tags);
+  if (page.frames().length === 1) builder.setLegacyMode();
+  return builder.analyze();
 }
 
 /** A fresh browser profile (own cookies): one per simulated person. Desktop size unless told. */
@@ -41,6 +88,17 @@ export function newContext(
     colorScheme: options.colorScheme ?? 'light',
     locale: 'en-US',
   });
+}
+
+/**
+ * Clicks `target` (a submit button or link) and returns once the document it leads to is
+ * parsed. Waiting for the page's next `domcontentloaded` event, armed before the click,
+ * cannot be satisfied by the page being left: `page.waitForLoadState()` after the click
+ * can, because until the new answer commits the old document still counts as loaded, and a
+ * busy machine then reads the old page.
+ */
+export async function clickAndLoad(page: Page, target: Locator): Promise<void> {
+  await Promise.all([page.waitForEvent('domcontentloaded'), target.click()]);
 }
 
 /** Saves a full-page screenshot as test-results/<name>.png and returns its path. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { expectAccessible, signInPage } from './browser-support.ts';
 
@@ -17,10 +17,10 @@ describe.skipIf(browserMissing)('branding in Chromium', () => {
   beforeAll(async () => {
     app = await startTestApp({ BRAND_NAME: 'Northwind Traders', BRAND_LOGO_URL: BRAND_LOGO });
     url = await app.listen();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 
@@ -31,12 +31,10 @@ describe.skipIf(browserMissing)('branding in Chromium', () => {
     await signInPage(adminPage, url, admin.username, admin.password, `/login?next=/admin/clients/${client.client_id}`);
     expect(await adminPage.locator('.brand').innerText()).toBe('Northwind Traders');
     await adminPage.getByLabel('Logo (optional)').fill('https://cdn.example.com/logo.png');
-    await adminPage.getByRole('button', { name: 'Save changes' }).click();
-    await adminPage.waitForLoadState('domcontentloaded');
+    await clickAndLoad(adminPage, adminPage.getByRole('button', { name: 'Save changes' }));
     expect(await adminPage.locator('#edit-logo').getAttribute('aria-invalid'), 'a third-party address is refused at the field').toBe('true');
     await adminPage.getByLabel('Logo (optional)').fill(CLIENT_LOGO);
-    await adminPage.getByRole('button', { name: 'Save changes' }).click();
-    await adminPage.waitForLoadState('domcontentloaded');
+    await clickAndLoad(adminPage, adminPage.getByRole('button', { name: 'Save changes' }));
     expect((await app.services.clients.findClient(client.client_id))?.logo_url).toBe(CLIENT_LOGO);
 
     const page = await (await newContext(browser)).newPage();

@@ -1,4 +1,4 @@
-import { AxeBuilder } from '@axe-core/playwright';
+import { axeResults, clickAndLoad } from '../helpers/browser.ts';
 import { expect } from 'vitest';
 import type { Page, Response } from 'playwright-core';
 
@@ -12,15 +12,14 @@ export async function signInPage(page: Page, baseUrl: string, login: string, pas
   await page.getByLabel('Password').fill(password);
   const [answer] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && ['/login', '/sso/login'].includes(new URL(r.url()).pathname)),
-    page.getByRole('button', { name: 'Sign in' }).click(),
+    clickAndLoad(page, page.getByRole('button', { name: 'Sign in' })),
   ]);
-  await page.waitForLoadState('domcontentloaded');
   return answer;
 }
 
 /** WCAG 2.x A/AA violations axe finds on the page, one line each. */
 export async function axeViolations(page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const result = await axeResults(page, ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']);
   return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 

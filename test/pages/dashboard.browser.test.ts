@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { seedDemo } from '../../src/demo/seed.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { axeResults, browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { startTestClient, type TestClient } from './test-client.ts';
 
@@ -18,12 +17,12 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
   let wiki: TestClient;
   beforeAll(async () => {
     app = await startTestApp();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     crm = await startTestClient(app, { name: 'Customer CRM' });
     wiki = await startTestClient(app, { name: 'Team Wiki' });
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await crm?.close();
     await wiki?.close();
     await app?.close();
@@ -38,21 +37,21 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/your account dashboard/);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Welcome, Grace Hopper');
 
     const card = page.locator(`li[data-client-id="${crm.client_id}"]`);
     await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
-    await card.getByRole('button', { name: 'Link' }).click();
+    await clickAndLoad(page, card.getByRole('button', { name: 'Link' }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     // a typed name is only a claim: pending, and tokens keep naming the user's own account
     expect(await page.getByRole('status').innerText()).toMatch(/Link requested: g\.hopper is awaiting confirmation/);
     expect(await card.locator('.system__username').textContent()).toBe('g.hopper');
     expect(await card.locator('.badge').textContent()).toBe('Pending');
-    const violations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
+    const violations = (await axeResults(page, ['wcag2a', 'wcag2aa'])).violations;
     expect(violations.map((v) => `${v.id}: ${v.help}`)).toStrictEqual([]);
-    await card.getByRole('button', { name: 'Sign in to Customer CRM' }).click();
+    await clickAndLoad(page, card.getByRole('button', { name: 'Sign in to Customer CRM' }));
     await page.waitForURL(`${crm.origin}/callback?**`);
     expect(claimsOf(crm.visits.at(-1)!.token).username, 'a pending link lends no name').toBe(user.username);
 
@@ -65,7 +64,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect(confirmed.status).toBe(200);
     await page.goto(`${await app.listen()}/dashboard`);
     expect(await card.locator('.badge').textContent()).toBe('Linked');
-    const linkedViolations = (await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa']).analyze()).violations;
+    const linkedViolations = (await axeResults(page, ['wcag2a', 'wcag2aa'])).violations;
     expect(linkedViolations.map((v) => `${v.id}: ${v.help}`)).toStrictEqual([]);
     await saveScreenshot(page, 'dashboard');
     await page.setViewportSize({ width: 390, height: 844 });
@@ -87,7 +86,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect(claimsOf(visit.token).client_id).toBe(crm.client_id);
 
     await page.goto(`${await app.listen()}/dashboard`);
-    await card.getByRole('button', { name: 'Unlink Customer CRM' }).click();
+    await clickAndLoad(page, card.getByRole('button', { name: 'Unlink Customer CRM' }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await card.locator('.badge').textContent()).toBe('Not linked');
     expect(await card.getByRole('button', { name: /Sign in to/ }).count()).toBe(0);
@@ -103,7 +102,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     await page.goto(`${await app.listen()}/login`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     // a hand-made form for an unlinked system, with a valid CSRF token
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
@@ -123,7 +122,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/Demo client system/);
     await page.getByLabel('Username').fill(demo.username);
     await page.getByLabel('Password').fill(demo.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
     await page.waitForURL(`${await app.listen()}/demo/callback?**`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed in as demo');
     expect(await page.getByTestId('demo-username').textContent()).toBe('demo');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { alertText, expectAccessible, signInPage } from './browser-support.ts';
 
@@ -17,8 +17,7 @@ async function problemOf(field: Locator): Promise<{ invalid: string | null; desc
 /** Submits the form of `button` with the browser's own checks off, so the server's answer is what is tested. */
 async function submit(page: Page, button: Locator): Promise<void> {
   await button.evaluate((b: HTMLButtonElement) => { if (b.form) b.form.noValidate = true; });
-  await button.click();
-  await page.waitForLoadState('domcontentloaded');
+  await clickAndLoad(page, button);
 }
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
@@ -30,13 +29,13 @@ describe.skipIf(browserMissing)('field-level errors in the admin and dashboard f
   beforeAll(async () => {
     app = await startTestApp();
     url = await app.listen();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     const admin = await makeUser(app, { role: 'admin' });
     page = await (await newContext(browser)).newPage();
     await signInPage(page, url, admin.username, admin.password, '/login?next=/admin');
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 

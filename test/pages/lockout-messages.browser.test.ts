@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { browserMissing, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { alertText, expectAccessible, signInPage } from './browser-support.ts';
 
@@ -13,10 +13,10 @@ describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromi
   beforeAll(async () => {
     app = await startTestApp();
     url = await app.listen();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 

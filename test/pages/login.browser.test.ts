@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AxeBuilder } from '@axe-core/playwright';
 import { generate } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, recordNavigation, saveScreenshot } from '../helpers/browser.ts';
+import { axeResults, browserMissing, newContext, recordNavigation, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { startTestClient, type TestClient } from './test-client.ts';
 
@@ -19,7 +18,7 @@ async function signIn(page: Page, login: string, password: string) {
 }
 
 async function axeViolations(page: Page) {
-  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const result = await axeResults(page, ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']);
   return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
@@ -29,11 +28,11 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
   let wiki: TestClient;
   beforeAll(async () => {
     app = await startTestApp();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     wiki = await startTestClient(app, { name: 'Team Wiki' });
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await wiki?.close();
     await app?.close();
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { totpCode } from '../auth/support.ts';
 import { axeViolations, expectNoOverflow, overflow, PHONE, signInPage } from './browser-support.ts';
@@ -30,7 +30,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
   beforeAll(async () => {
     app = await startTestApp({ WEBHOOK_BACKOFF_MS: '60000' });
     url = await app.listen();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     admin = await makeUser(app, { role: 'admin', fullName: 'Ada Administrator-With-A-Rather-Long-Surname' });
     member = await makeUser(app, { fullName: 'Grace Member' });
     const cli = { via: 'cli' as const };
@@ -53,7 +53,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
     }
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 
@@ -113,28 +113,27 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       const page = watchConsole(await (await open()).newPage(), problems);
       await signInPage(page, url, user.username, user.password);
       await page.locator(`#link-${clientId}`).fill('   ');
-      await page.locator(`[data-client-id="${clientId}"]`).getByRole('button', { name: 'Link' }).click();
+      await clickAndLoad(page, page.locator(`[data-client-id="${clientId}"]`).getByRole('button', { name: 'Link' }));
       await page.waitForURL('**/dashboard');
       await check(page, size.name, 'dashboard-link-refused', problems);
       await page.locator(`#link-${clientId}`).fill('bartholomew.featherstonehaugh');
-      await page.locator(`[data-client-id="${clientId}"]`).getByRole('button', { name: 'Link' }).click();
+      await clickAndLoad(page, page.locator(`[data-client-id="${clientId}"]`).getByRole('button', { name: 'Link' }));
       await page.waitForURL('**/dashboard');
       await check(page, size.name, 'dashboard', problems);
       await page.goto(`${url}/admin`);
       await check(page, size.name, 'error-403', problems);
       await page.goto(`${url}/account/security`);
       await check(page, size.name, 'security-off', problems);
-      await page.getByRole('button', { name: 'Set up two-step verification' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Set up two-step verification' }));
       await page.waitForURL('**#setup');
       await check(page, size.name, 'security-setup', problems);
       const secret = (await page.locator('[data-field="totp-secret"]').innerText()).replace(/\s+/g, '');
       await page.getByLabel('Enter the 6-digit code the app shows').fill(await totpCode(secret, -1));
-      await page.getByRole('button', { name: 'Turn on two-step verification' }).click();
+      await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
       await page.waitForURL('**#recovery-codes');
       await check(page, size.name, 'security-codes', problems);
       await page.locator('#disable-code').fill('not-a-code');
-      await page.getByRole('button', { name: 'Turn off' }).click();
-      await page.waitForLoadState('domcontentloaded');
+      await clickAndLoad(page, page.getByRole('button', { name: 'Turn off' }));
       await check(page, size.name, 'security-refused', problems);
       const other = watchConsole(await (await open()).newPage(), problems);
       await signInPage(other, url, user.username, user.password, `/sso/login?client_id=${clientId}`);
@@ -159,8 +158,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       await page.locator('#new-name').fill('Refused');
       await page.locator('#new-callback').fill('ftp://files.example.com/a/really/long/callback/path/that/goes/on');
       await page.locator('#new-ips').fill('300.1.1.1');
-      await page.getByRole('button', { name: 'Register client system' }).click();
-      await page.waitForLoadState('domcontentloaded');
+      await clickAndLoad(page, page.getByRole('button', { name: 'Register client system' }));
       await check(page, size.name, 'admin-clients-refused', problems);
       expect(problems).toStrictEqual([]);
     });

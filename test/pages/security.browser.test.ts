@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, launchBrowser, newContext, saveScreenshot } from '../helpers/browser.ts';
+import { browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { auditRows, deliveries, subscribe, totpCode } from '../auth/support.ts';
 import { alertText, expectAccessible, signInPage } from './browser-support.ts';
@@ -24,11 +24,11 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
   beforeAll(async () => {
     app = await startTestApp();
     url = await app.listen();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     webhookId = await subscribe(app, ['user.2fa_enabled']);
   });
   afterAll(async () => {
-    await browser?.close();
+    await releaseBrowser(browser);
     await app?.close();
   });
 
@@ -38,13 +38,13 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     await signInPage(page, url, user.username, user.password);
     expect(new URL(page.url()).pathname).toBe('/dashboard');
     expect(await page.locator('[data-field="dashboard-totp"]').innerText()).toMatch(/Two-step verification is off/);
-    await page.getByRole('link', { name: 'Manage account security' }).click();
+    await clickAndLoad(page, page.getByRole('link', { name: 'Manage account security' }));
     await page.waitForURL('**/account/security');
     expect(await page.title()).toMatch(/^Account security · /);
     await expectAccessible(page, 'security, off');
     await saveScreenshot(page, 'security-off');
 
-    await page.getByRole('button', { name: 'Set up two-step verification' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Set up two-step verification' }));
     await page.waitForURL('**/account/security#setup');
     const qr = page.getByRole('img', { name: /QR code for setting up two-step verification/ });
     expect(await qr.getAttribute('src'), 'drawn here, not fetched from another site').toMatch(/^data:image\/svg\+xml;base64,/);
@@ -56,8 +56,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
 
     // a wrong code: the field is marked, its message under it, the banner as summary
     await page.getByLabel('Enter the 6-digit code the app shows').fill('000000');
-    await page.getByRole('button', { name: 'Turn on two-step verification' }).click();
-    await page.waitForLoadState('domcontentloaded');
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     expect(await fieldProblem(page, '#enable-code')).toMatch(/That code is not valid/);
     expect(await alertText(page)).toMatch(/That code is not valid/);
     expect(await page.locator('[data-field="totp-secret"]').innerText(), 'the same key is still shown').toMatch(new RegExp(secret.slice(0, 4)));
@@ -66,7 +65,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
 
     const firstCode = await totpCode(secret);
     await page.getByLabel('Enter the 6-digit code the app shows').fill(firstCode);
-    await page.getByRole('button', { name: 'Turn on two-step verification' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     await page.waitForURL('**/account/security#recovery-codes');
     const codes = await page.locator('[data-recovery-codes] li code').allInnerTexts();
     expect(codes.length).toBe(10);
@@ -99,7 +98,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     expect(await later.getByRole('heading', { level: 1 }).innerText()).toBe('Two-step verification');
     const code = await totpCode(secret, 1);
     await later.getByLabel('Authentication code').fill(code);
-    await later.getByRole('button', { name: 'Verify and continue' }).click();
+    await clickAndLoad(later, later.getByRole('button', { name: 'Verify and continue' }));
     await later.waitForURL('**/dashboard');
     expect(await later.locator('[data-field="dashboard-totp"]').innerText()).toMatch(/Two-step verification is on/);
 
@@ -121,16 +120,16 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     const page = await (await newContext(browser)).newPage();
     await signInPage(page, url, user.username, user.password);
     await page.goto(`${url}/account/security`);
-    await page.getByRole('button', { name: 'Set up two-step verification' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Set up two-step verification' }));
     await page.waitForURL('**/account/security#setup');
     const secret = (await page.locator('[data-field="totp-secret"]').innerText()).replace(/\s+/g, '');
     await page.getByLabel('Enter the 6-digit code the app shows').fill(await totpCode(secret));
-    await page.getByRole('button', { name: 'Turn on two-step verification' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     await page.waitForURL('**/account/security#recovery-codes');
     const oldCodes = await page.locator('[data-recovery-codes] li code').allInnerTexts();
 
     await page.locator('#recovery-code').fill(oldCodes[0]);
-    await page.getByRole('button', { name: 'Make new recovery codes' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Make new recovery codes' }));
     await page.waitForURL('**/account/security#recovery-codes');
     const newCodes = await page.locator('[data-recovery-codes] li code').allInnerTexts();
     expect(newCodes.length).toBe(10);
@@ -138,15 +137,14 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     expect(await page.locator('[data-recovery-codes]').innerText()).toMatch(/previous codes no longer work/);
 
     await page.locator('#disable-code').fill(oldCodes[1]);
-    await page.getByRole('button', { name: 'Turn off' }).click();
-    await page.waitForLoadState('domcontentloaded');
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn off' }));
     expect(await fieldProblem(page, '#disable-code'), 'an old code no longer works').toMatch(/not valid/);
     expect(await page.locator('[data-field="totp-state"]').innerText()).toBe('On');
     await expectAccessible(page, 'security, refused turn-off');
     await saveScreenshot(page, 'security-disable-refused');
 
     await page.locator('#disable-code').fill(newCodes[3]);
-    await page.getByRole('button', { name: 'Turn off' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn off' }));
     await page.waitForURL('**/account/security');
     expect(await page.locator('[data-field="totp-state"]').innerText()).toBe('Off');
     const audit = await auditRows(app, user.username);
@@ -166,12 +164,12 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     const page = await (await newContext(browser)).newPage();
     await signInPage(page, url, user.username, user.password, '/login?next=/account/security');
     await page.getByLabel('Authentication code').fill(await totpCode(secret));
-    await page.getByRole('button', { name: 'Verify and continue' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Verify and continue' }));
     await page.waitForURL('**/account/security');
     await expectAccessible(page, 'security, on');
     await saveScreenshot(page, 'security-on');
     await page.locator('#disable-code').fill(await totpCode(secret, 1));
-    await page.getByRole('button', { name: 'Turn off' }).click();
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn off' }));
     await page.waitForURL('**/account/security');
     expect(await page.locator('[data-field="totp-state"]').innerText()).toBe('Off');
     expect(await page.getByRole('status').first().innerText()).toMatch(/Two-step verification is off/);

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { Worker } from 'node:worker_threads';
-import { createTestDatabase, onPostgres } from '../helpers/db.ts';
+import { createMigratedTestDatabase, onPostgres } from '../helpers/db.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
 import { adminHeaders, eventually, registerWebhook, sleep, startReceiver } from './receiver.ts';
 
@@ -24,11 +24,21 @@ async function deliveryRow(app: TestApp, webhookId: number) {
 describe('webhook delivery and retries', () => {
   let app: TestApp;
   let admin: Record<string, string>;
+  // A second instance, on a database of its own, whose retries follow a 10 ms backoff base
+  // (10, 40, 160 ms instead of 100, 400, 1600) and whose attempts time out after 500 ms:
+  // for the tests that count attempts to the last one and need no particular gap between
+  // them. The gaps themselves are measured on `app`, whose 100 ms base keeps them well apart
+  // from scheduling delays on a busy machine.
+  let quick: TestApp;
+  let quickAdmin: Record<string, string>;
   beforeAll(async () => {
-    app = await startTestApp({ WEBHOOK_BACKOFF_MS: '100', WEBHOOK_TIMEOUT_MS: '1000' });
-    admin = await adminHeaders(app);
+    [app, quick] = await Promise.all([
+      startTestApp({ WEBHOOK_BACKOFF_MS: '100', WEBHOOK_TIMEOUT_MS: '1000' }),
+      startTestApp({ WEBHOOK_BACKOFF_MS: '10', WEBHOOK_TIMEOUT_MS: '500' }),
+    ]);
+    [admin, quickAdmin] = await Promise.all([adminHeaders(app), adminHeaders(quick)]);
   });
-  afterAll(() => app.close());
+  afterAll(() => Promise.all([app?.close(), quick?.close()]));
 
   it('sends within milliseconds of the commit, signed, with the documented headers', async () => {
     const receiver = await startReceiver();
@@ -192,12 +202,12 @@ describe('webhook delivery and retries', () => {
   it('a receiver that always fails gets exactly 4 attempts, then the delivery is failed', async () => {
     const receiver = await startReceiver(() => 502);
     try {
-      const id = await registerWebhook(app, admin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
-      await triggerClientRegistered(app);
-      await eventually(async () => (await deliveryRow(app, id))[0]?.status === 'failed', 15_000, 'the delivery to fail');
-      await sleep(700);
+      const id = await registerWebhook(quick, quickAdmin, { url: receiver.url, events: ['client.registered'], secret: SECRET });
+      await triggerClientRegistered(quick);
+      await eventually(async () => (await deliveryRow(quick, id))[0]?.status === 'failed', 15_000, 'the delivery to fail');
+      await sleep(700); // a fifth attempt would come 64 x 10 ms after the fourth
       expect(receiver.received.length).toBe(4);
-      const [row] = await deliveryRow(app, id);
+      const [row] = await deliveryRow(quick, id);
       expect({ attempts: row.attempts, code: row.last_status_code, error: row.last_error }).toStrictEqual({ attempts: 4, code: 502, error: 'HTTP 502' });
     } finally {
       await receiver.close();
@@ -274,26 +284,28 @@ describe('webhook delivery and retries', () => {
     const refusedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/gone`;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     try {
-      const slow = await registerWebhook(app, admin, { url: `${base}/slow`, events: ['client.registered'] });
-      const redirect = await registerWebhook(app, admin, { url: `${base}/redirect`, events: ['client.registered'] });
-      const huge = await registerWebhook(app, admin, { url: `${base}/huge`, events: ['client.registered'] });
-      const refused = await registerWebhook(app, admin, { url: refusedUrl, events: ['client.registered'] });
-      await triggerClientRegistered(app);
+      // On `quick`: four attempts of each, 500 ms timeout each for the slow one (which answers
+      // after 3 s), and 210 ms of backoff between them instead of 2.1 s.
+      const slow = await registerWebhook(quick, quickAdmin, { url: `${base}/slow`, events: ['client.registered'] });
+      const redirect = await registerWebhook(quick, quickAdmin, { url: `${base}/redirect`, events: ['client.registered'] });
+      const huge = await registerWebhook(quick, quickAdmin, { url: `${base}/huge`, events: ['client.registered'] });
+      const refused = await registerWebhook(quick, quickAdmin, { url: refusedUrl, events: ['client.registered'] });
+      await triggerClientRegistered(quick);
       await eventually(async () => {
-        const rows = await app.db.query<{ n: number }>(
+        const rows = await quick.db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ANY($1) AND status = 'pending'`, [[slow, redirect, refused]]);
         return rows.rows[0].n === 0;
       }, 20_000, 'the failing deliveries to finish');
-      const [s] = await deliveryRow(app, slow);
+      const [s] = await deliveryRow(quick, slow);
       expect([s.status, s.attempts]).toStrictEqual(['failed', 4]);
-      expect(String(s.last_error)).toMatch(/timeout after 1000 ms/);
-      const [r] = await deliveryRow(app, redirect);
+      expect(String(s.last_error)).toMatch(/timeout after 500 ms/);
+      const [r] = await deliveryRow(quick, redirect);
       expect([r.status, r.attempts, r.last_status_code]).toStrictEqual(['failed', 4, 307]);
       expect(hits.target, 'the redirect was never followed').toBe(0);
-      const [c] = await deliveryRow(app, refused);
+      const [c] = await deliveryRow(quick, refused);
       expect([c.status, c.attempts, c.last_status_code]).toStrictEqual(['failed', 4, null]);
       expect(String(c.last_error)).toMatch(/ECONNREFUSED/);
-      const [h] = await deliveryRow(app, huge);
+      const [h] = await deliveryRow(quick, huge);
       expect([h.status, h.attempts, h.last_status_code], 'a 2xx counts once its head arrives; the rest is not read').toStrictEqual(['succeeded', 1, 200]);
       expect(hits.huge).toBe(1);
     } finally {
@@ -305,8 +317,10 @@ describe('webhook delivery and retries', () => {
 
 describe('webhook deliveries across a restart', () => {
   it('stopping the service between attempts and starting it again loses nothing', async () => {
-    const database = await createTestDatabase();
-    const env = { WEBHOOK_BACKOFF_MS: '1500' };
+    const database = await createMigratedTestDatabase();
+    // Retries 500 ms (±10%) after a failure: the first instance stops before most are due,
+    // and any made before the stop fail again and stay pending all the same.
+    const env = { WEBHOOK_BACKOFF_MS: '500' };
     let answer = 500;
     const receiver = await startReceiver(() => answer);
     let first: TestApp | undefined;
@@ -322,7 +336,7 @@ describe('webhook deliveries across a restart', () => {
       await first.stop();
       first = undefined;
       const seenWhileStopped = receiver.received.length;
-      await sleep(1800); // past the retry time: nobody is running to send it
+      await sleep(800); // past the retry time: nobody is running to send it
       expect(receiver.received.length, 'a stopped instance sends nothing').toBe(seenWhileStopped);
       const pending = await deliveryRow({ db: database.db } as TestApp, id);
       expect(pending.length).toBe(5);

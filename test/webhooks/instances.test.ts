@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { withClockBehind } from '../helpers/clock.ts';
-import { createTestDatabase } from '../helpers/db.ts';
+import { createMigratedTestDatabase } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { writeTogether } from '../../src/db/statement.ts';
 import { deliveryRows } from '../../src/webhooks/event-queries.ts';
@@ -13,12 +13,12 @@ const SECRET = 'instances-secret-0123456789';
 const failsFirst = (deliveryId: string) => deliveryId.at(-1)! < '5';
 
 describe('two service instances on one database', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Awaited<ReturnType<typeof createMigratedTestDatabase>>;
   let a: TestApp;
   let b: TestApp;
   let receiver: Receiver;
   beforeAll(async () => {
-    database = await createTestDatabase();
+    database = await createMigratedTestDatabase();
     const env = { TOKEN_TTL_SECONDS: '5', TOKEN_SWEEP_INTERVAL_MS: '100', WEBHOOK_BACKOFF_MS: '50' };
     a = await startTestApp(env, { db: database.db });
     b = await startTestApp(env, { db: database.db });

@@ -157,7 +157,9 @@ describe('webhook SSRF guard in production', () => {
   let app: TestApp;
   let admin: Record<string, string>;
   beforeAll(async () => {
-    app = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10', WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_BACKOFF_MS: '50' });
+    // The delivery-time check is counted over all four attempts: a 10 ms backoff base makes
+    // them 10, 40 and 160 ms apart (50 ms made it 1.05 s of waiting).
+    app = await startTestApp({ NODE_ENV: 'production', BCRYPT_COST: '10', WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_BACKOFF_MS: '10' });
     admin = await adminHeaders(app);
   });
   afterAll(() => app.close());

@@ -10,18 +10,18 @@ import { migrate } from '../../../src/db/migrate.ts';
 import { openDatabase } from '../../../src/db/open.ts';
 import { loadSigningKeys } from '../../../src/sso/keys.ts';
 import { TEST_ENV } from '../../helpers/app.ts';
-import { createTestDatabase } from '../../helpers/db.ts';
+import { createMigratedTestDatabase } from '../../helpers/db.ts';
 import { freePort, request } from '../../helpers/http.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** The environment of a real server process on a fresh database: PostgreSQL in CI, else embedded. */
+/** The environment of a real server process on a fresh database: on PostgreSQL a migrated copy of the template (test/helpers/db.ts), else an embedded one in DATA_DIR that `seed` migrates. */
 export async function prepareServerEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-child-'));
   const port = await freePort();
   const env: Record<string, string> = { ...TEST_ENV, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
   if (process.env.TEST_DATABASE_URL) {
-    const t = await createTestDatabase();
+    const t = await createMigratedTestDatabase();
     env.DATABASE_URL = t.url!;
     return { env, drop: () => t.drop() };
   }
