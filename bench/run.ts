@@ -9,8 +9,8 @@
  * then validation of exactly the tokens that round issued. For every run it prints req/s,
  * latency and the serving process's CPU time per request (from /proc/PID/stat: user + system,
  * every thread), the steadiest figure on a busy machine. Then logins at bcrypt cost 12 against
- * raw bcrypt.compare at the same cost and the same number in flight, with /healthz probed
- * during the login storm (BENCH_LOGIN_SECONDS, default 20, each). The goals are ratios of
+ * raw bcrypt.compare at the same cost and the same number in flight, with /healthz asked every
+ * 10 ms (BENCH_PROBE_EVERY_MS) during the login storm (BENCH_LOGIN_SECONDS, default 20, each). The goals are ratios of
  * figures taken in the same run.
  *
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; the
@@ -21,7 +21,7 @@ import bcrypt from 'bcrypt';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, postJson as post, probeLatencies, startProcess as start, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, postJson as post, probeLatencies, SERVICE_ROOT, startProcess as start, stopProcess,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -35,6 +35,8 @@ const BCRYPT_COST = Number(process.env.BENCH_BCRYPT_COST ?? 12);
 const POOL_THREADS = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
 /** Logins take a quarter of a second each: a longer run than the others, or the count is a handful. */
 const LOGIN_SECONDS = Number(process.env.BENCH_LOGIN_SECONDS ?? 20);
+/** /healthz is asked every this many ms during the logins (0: back to back). */
+const PROBE_EVERY_MS = Number(process.env.BENCH_PROBE_EVERY_MS ?? 10);
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 /** Tokens written for the limit's rounds. */
 const LIMIT_TOKENS = Number(process.env.BENCH_LIMIT_TOKENS ?? 300_000);
@@ -110,7 +112,8 @@ async function main() {
   const db = await benchDatabase(adminUrl, 'auth_bench');
   const children: ChildProcess[] = [];
   try {
-    const service = await start('src/server.ts', benchServiceEnv(db.url), '/readyz');
+    const service = await start('src/server.ts', benchServiceEnv(db.url), '/readyz', SERVICE_ROOT);
+    if (process.env.BENCH_SERVICE_ROOT) console.log(`service from ${SERVICE_ROOT}`);
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;
 
@@ -176,7 +179,7 @@ async function main() {
     // Logins at the bcrypt cost against bcrypt itself, the same number in flight, /healthz probed meanwhile.
     const warm = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'login', password }) });
     if (warm.status !== 200) throw new Error(`login failed: ${warm.status} ${await warm.text()}`);
-    const healthz = probeLatencies(`${base}/healthz`);
+    const healthz = probeLatencies(`${base}/healthz`, PROBE_EVERY_MS);
     const loginRun = await measure(`POST /api/auth/login, bcrypt cost ${BCRYPT_COST}, ${LOGINS_IN_FLIGHT} in flight`, spid, {
       ...json, url: `${base}/api/auth/login`, connections: LOGINS_IN_FLIGHT, duration: LOGIN_SECONDS,
       body: JSON.stringify({ login: 'login', password }),

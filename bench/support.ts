@@ -9,16 +9,22 @@ import pg from 'pg';
 import { freePort } from '../test/helpers/http.ts';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('../', import.meta.url)));
+/**
+ * The checkout whose service and admin command line are measured: this one, or another named by
+ * BENCH_SERVICE_ROOT (an older commit's worktree), so that one benchmark script measures both
+ * sides of a before/after pair. The ceiling and the limit always run from this checkout.
+ */
+export const SERVICE_ROOT = process.env.BENCH_SERVICE_ROOT ? path.resolve(process.env.BENCH_SERVICE_ROOT) : ROOT;
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**
  * Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe`
  * answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits.
  */
-export async function startProcess(file: string, env: Record<string, string>, probe: string): Promise<{ child: ChildProcess; port: number }> {
+export async function startProcess(file: string, env: Record<string, string>, probe: string, cwd = ROOT): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;
@@ -78,7 +84,7 @@ export function benchServiceEnv(databaseUrl: string, extra: Record<string, strin
 /** Runs an admin command with --json on `databaseUrl` and returns its document. */
 export function adminCli(databaseUrl: string, args: string[], env: Record<string, string> = {}): any {
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], {
-    cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...env },
+    cwd: SERVICE_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...env },
   });
   return JSON.parse(out.toString());
 }
@@ -94,8 +100,13 @@ export function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
 }
 
-/** Asks `url` back to back (one keep-alive connection) until stop(); latency figures in ms. */
-export function probeLatencies(url: string): { stop(): Promise<{ count: number; p50: number; p99: number; max: number }> } {
+/**
+ * Asks `url` on one keep-alive connection until stop(), a new request every `everyMs` (or at
+ * once when the last answer took longer; 0: back to back); latency figures in ms. A paced probe
+ * is what a load balancer's health check is; back to back, the probe and its own answers take
+ * a good part of a core from what it watches.
+ */
+export function probeLatencies(url: string, everyMs = 0): { stop(): Promise<{ count: number; p50: number; p99: number; max: number }> } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const latencies: number[] = [];
   let running = true;
@@ -109,7 +120,9 @@ export function probeLatencies(url: string): { stop(): Promise<{ count: number; 
     while (running) {
       const started = performance.now();
       await ask();
-      latencies.push(performance.now() - started);
+      const took = performance.now() - started;
+      latencies.push(took);
+      if (everyMs > took && running) await new Promise((r) => setTimeout(r, everyMs - took));
     }
   })();
   return {
