@@ -4,18 +4,12 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { DispatcherSettings, FromDispatcherThread, ToDispatcherThread } from './dispatcher-worker.ts';
 import type { EventOutbox } from './events.ts';
 import { deliveryLeaseMs, type Worker } from './dispatcher.ts';
+import { dispatcherThreadEntry } from './thread-entry.ts';
 
 /** How long a stopping thread may take before it is terminated. */
 const STOP_GRACE_MS = 30_000;
 /** Pause before a thread that died is started again. */
 const RESTART_DELAY_MS = 1_000;
-/**
- * The thread's entry: compiled (dist/), the JavaScript module itself; run from the
- * TypeScript sources, a small .mjs that registers tsx in the thread first.
- */
-const THREAD_ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('./dispatcher-worker-entry.mjs', import.meta.url)
-  : new URL('./dispatcher-worker.js', import.meta.url);
 
 /**
  * Runs the webhook dispatcher (dispatcher.ts, unchanged) on its own thread with its own
@@ -46,7 +40,7 @@ export function startDispatcherThread(options: {
 
   function start() {
     const settings: DispatcherSettings = { ...options.settings, logLevel: logger.level };
-    const t = new Thread(THREAD_ENTRY, { workerData: settings });
+    const t = new Thread(dispatcherThreadEntry(logger), { workerData: settings });
     thread = t;
     t.on('message', (m: FromDispatcherThread) => {
       if (m.type === 'log') destination.write(m.line);
