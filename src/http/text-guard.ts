@@ -6,14 +6,26 @@ import { AppError } from './errors.ts';
  * not well-formed UTF-16 (a lone surrogate, which cannot be encoded as UTF-8): the path to
  * the first such string, or null. Such input is always a client's mistake or an attack.
  */
-export function findUnstorableText(value: unknown, path = '', depth = 0): string | null {
-  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? path || '(value)' : null;
+export function findUnstorableText(value: unknown): string | null {
+  const found = locate(value, 0);
+  if (found === null) return null;
+  return found.length === 0 ? '(value)' : found.reverse().join('.');
+}
+
+/**
+ * The keys leading to the first unstorable string, innermost first, or null. Every request
+ * body passes here: no path is built unless something is found.
+ */
+function locate(value: unknown, depth: number): string[] | null {
+  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? [] : null;
   if (depth > 20 || value === null || typeof value !== 'object') return null;
-  for (const [key, inner] of Object.entries(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (key.includes('\0') || !key.isWellFormed()) return at;
-    const found = findUnstorableText(inner, at, depth + 1);
-    if (found) return found;
+  for (const key of Object.keys(value)) {
+    if (key.includes('\0') || !key.isWellFormed()) return [key];
+    const found = locate((value as Record<string, unknown>)[key], depth + 1);
+    if (found) {
+      found.push(key);
+      return found;
+    }
   }
   return null;
 }
