@@ -49,7 +49,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     await page.getByLabel('Allowed IP addresses').fill('127.0.0.1\n::1');
     const [answer] = await Promise.all([
       page.waitForResponse((r) => /\/admin\/clients\/[^/]+$/.test(new URL(r.url()).pathname) && r.request().method() === 'GET'),
-      page.getByRole('button', { name: 'Register client system' }).click(),
+      clickAndLoad(page, page.getByRole('button', { name: 'Register client system' })),
     ]);
     expect(await answer.headerValue('cache-control'), 'the page with the secret is never cached').toBe('no-store');
     const secretField = page.locator('input[data-secret]');

@@ -74,7 +74,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
 
     const [answer] = await Promise.all([
       page.waitForResponse((r) => new URL(r.url()).pathname === '/dashboard/sign-in'),
-      card.getByRole('button', { name: 'Sign in to Customer CRM' }).click(),
+      clickAndLoad(page, card.getByRole('button', { name: 'Sign in to Customer CRM' })),
     ]);
     expect(answer.status()).toBe(303);
     expect(await answer.headerValue('cache-control')).toBe('no-store');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generate } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { axeResults, browserMissing, newContext, recordNavigation, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
+import { axeResults, browserMissing, clickAndLoad, newContext, recordNavigation, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { startTestClient, type TestClient } from './test-client.ts';
 
@@ -12,7 +12,7 @@ async function signIn(page: Page, login: string, password: string) {
   await page.getByLabel('Password').fill(password);
   const [answer] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/sso/login'),
-    page.getByRole('button', { name: 'Sign in' }).click(),
+    clickAndLoad(page, page.getByRole('button', { name: 'Sign in' })),
   ]);
   return answer;
 }
@@ -127,7 +127,7 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
       await page.getByLabel('Authentication code').fill(code);
       const [answer] = await Promise.all([
         page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/sso/login'),
-        page.getByRole('button', { name: 'Verify and continue' }).click(),
+        clickAndLoad(page, page.getByRole('button', { name: 'Verify and continue' })),
       ]);
       return answer;
     };

@@ -108,7 +108,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     await third.getByLabel('Authentication code').fill(code);
     const [reused] = await Promise.all([
       third.waitForResponse((r) => r.request().method() === 'POST'),
-      third.getByRole('button', { name: 'Verify and continue' }).click(),
+      clickAndLoad(third, third.getByRole('button', { name: 'Verify and continue' })),
     ]);
     expect(reused.status()).toBe(401);
     expect(await alertText(third)).toMatch(/already used to sign in\. Wait for the next code/);
