@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import type { RouteServices } from './routes/declare.ts';
@@ -77,7 +77,7 @@ export function createApp(deps: AppDeps): Express {
   // Token issue and validation skip Express's router walk: the same steps, run by the fast
   // path (src/routes/fast-path.ts); every other request, and these written any other way, go
   // through Express.
-  const serveHot = createFastPath(app, declared.hot([logRequest, timeRequest, securityHeaders, requireJsonBody, fastJsonBody(jsonBody, JSON_BODY_LIMIT), rejectUnstorableText]), handleError);
+  const { serveHot, serverOptions } = createFastPath(app, declared.hot([logRequest, timeRequest, securityHeaders, requireJsonBody, fastJsonBody(jsonBody, JSON_BODY_LIMIT), rejectUnstorableText]), handleError);
   // app(req, res) calls app.handle (node_modules/express/lib/express.js), whoever serves it:
   // http.createServer(app), app.listen, supertest. A mounted sub-app (callback set) is not.
   const dispatch = app as Express & { handle: ExpressHandle };
@@ -85,5 +85,18 @@ export function createApp(deps: AppDeps): Express {
   dispatch.handle = (req, res, callback) => {
     if (callback || !serveHot(req, res)) handle(req, res, callback);
   };
+  SERVER_OPTIONS.set(app, serverOptions);
   return app;
+}
+
+const SERVER_OPTIONS = new WeakMap<Express, http.ServerOptions>();
+
+/**
+ * The HTTP server for an app made by createApp: its requests and responses are born with the
+ * prototypes Express and the fast path give them (src/routes/fast-path.ts, bornAs), which
+ * makes token issue and validation markedly cheaper. `http.createServer(app)` (supertest)
+ * serves the same answers.
+ */
+export function createServer(app: Express): http.Server {
+  return http.createServer(SERVER_OPTIONS.get(app) ?? {}, app);
 }

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import http from 'node:http';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
-import { createApp } from './app.ts';
+import { createApp, createServer } from './app.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
@@ -96,7 +96,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
  */
 export async function startService(config: Config, db: Db, logger: Logger): Promise<RunningService> {
   const instance = await createInstance(config, db, logger);
-  const server = http.createServer(instance.app);
+  const server = createServer(instance.app);
   server.keepAliveTimeout = 65_000;
   const closer = gracefulCloser(server);
   await new Promise<void>((resolve, reject) => {

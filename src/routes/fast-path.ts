@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { leanJsonResponse } from '../http/fast-json.ts';
 import type { AnyRoute } from './declare.ts';
@@ -34,7 +34,11 @@ export interface FastRoute {
  * mounted: a request written any other way (a query string, a trailing slash, another
  * case) is served by it.
  */
-export function createFastPath(app: Express, routes: readonly FastRoute[], onError: ErrorRequestHandler) {
+export function createFastPath(app: Express, routes: readonly FastRoute[], onError: ErrorRequestHandler): {
+  serveHot(incoming: IncomingMessage, outgoing: ServerResponse): boolean;
+  /** Server options whose requests and responses are born with the prototypes given here (see bornAs). */
+  serverOptions: { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse };
+} {
   const byTarget = new Map<string, FastRoute & { method: string }>();
   const response = leanJsonResponse(app.response, app);
   for (const r of routes) {
@@ -43,7 +47,7 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
   }
 
   /** Serves the request if it is for a hot route written exactly as declared; false otherwise. */
-  return function serveHot(incoming: IncomingMessage, outgoing: ServerResponse): boolean {
+  function serveHot(incoming: IncomingMessage, outgoing: ServerResponse): boolean {
     const hot = byTarget.get(incoming.url!);
     if (!hot || hot.method !== incoming.method) return false;
     // What Express's app.handle and router.handle do before the first layer
@@ -53,15 +57,43 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
     if (app.enabled('x-powered-by')) res.setHeader('X-Powered-By', 'Express');
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, response); // Express's, with a direct res.json (src/http/fast-json.ts)
+    // Born with these on the service's own server (serverOptions): then nothing changes here.
+    if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(req, app.request);
+    if (Object.getPrototypeOf(res) !== response) Object.setPrototypeOf(res, response); // Express's, with a direct res.json (src/http/fast-json.ts)
     res.locals = Object.create(null);
     req.baseUrl = '';
     req.originalUrl = req.url;
     req.params = {};
     runSteps(hot.steps, req, res, onError);
     return true;
+  }
+
+  return {
+    serveHot,
+    serverOptions: { IncomingMessage: bornAs(IncomingMessage, app.request), ServerResponse: bornAs(ServerResponse, response) },
   };
+}
+
+/**
+ * A constructor for Node's HTTP server (its `IncomingMessage` / `ServerResponse` options)
+ * that builds what `base` builds, with `prototype` as its prototype from birth.
+ *
+ * Why: Express, and the fast path after it, give every request and response another
+ * prototype (Object.setPrototypeOf), which V8 pays for on every object and again at every
+ * property access after it (the object's shape no longer matches what the code was optimised
+ * for); measured with `npm run bench`, it was about a third of a validation's CPU time
+ * (docs/performance.md). An object already holding the prototype it is given is left as it
+ * is, so a request born with `app.request` and a response born with the fast path's response
+ * (Express's, with the direct res.json) are never changed on a hot route; on other routes
+ * Express still sets `app.response` on the response. Reflect.construct runs `base` itself
+ * (a function or a class) with this constructor as new.target.
+ */
+function bornAs<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T {
+  function Born(...args: unknown[]): object {
+    return Reflect.construct(base, args, Born);
+  }
+  Born.prototype = prototype;
+  return Born as unknown as T;
 }
 
 /**

@@ -10,6 +10,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import type { Services } from '../../src/deps.ts';
 import { createInstance } from '../../src/service.ts';
+import { createServer } from '../../src/app.ts';
 import { createMigratedTestDatabase } from './db.ts';
 import { client } from './http.ts';
 
@@ -76,7 +77,7 @@ export async function startTestApp(
     http: client(instance.app),
     listen() {
       url ??= new Promise<string>((resolve, reject) => {
-        server = http.createServer(instance.app);
+        server = createServer(instance.app);
         server.once('error', reject);
         server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`));
       });

@@ -1,10 +1,13 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from '../../src/app.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import type { HttpResponse, RequestOptions } from '../helpers/http.ts';
+import { type HttpResponse, type RequestOptions, send, type Target } from '../helpers/http.ts';
 import { parsePrometheus, sampleValue } from '../ops/helpers/prometheus.ts';
 
 /*
@@ -55,12 +58,16 @@ describe('the fast path of token issue and validation', () => {
 
   const issue = async () => (await app.http.post('/api/sso/token', { ...creds, username })).body.token as string;
 
-  /** Sends the case to the exact path (fast path) and with a query string (Express), each with a fresh request. */
-  async function bothWays(path: string, make: () => Promise<RequestOptions> | RequestOptions) {
+  /**
+   * Sends the case to the exact path (fast path) and with a query string (Express), each with a
+   * fresh request: in-process through supertest (Node's own request and response objects), or
+   * to `target`, a server's base URL.
+   */
+  async function bothWays(path: string, make: () => Promise<RequestOptions> | RequestOptions, target: Target = app.app) {
     const before = routerEntered;
-    const fast = await app.http.send(path, { method: 'POST', ...(await make()) });
+    const fast = await send(target, path, { method: 'POST', ...(await make()) });
     const viaFast = routerEntered - before;
-    const express = await app.http.send(`${path}?via=express`, { method: 'POST', ...(await make()) });
+    const express = await send(target, `${path}?via=express`, { method: 'POST', ...(await make()) });
     const viaExpress = routerEntered - before - viaFast;
     return { fast, express, viaFast, viaExpress };
   }
@@ -110,6 +117,40 @@ describe('the fast path of token issue and validation', () => {
     expect(viaExpress, 'with a query string the request goes through Express\'s router').toBe(1);
     expect(fast.status, fast.text).toBe(status);
     expect(comparable(fast)).toStrictEqual(comparable(express));
+  });
+
+  // The service's own server (createServer, as src/service.ts starts it): requests and
+  // responses are born with the prototypes Express and the fast path give them.
+  it.each(cases)('on the service\'s own server, answers %s exactly as the Express chain does', async (_name, path, make, status) => {
+    const { fast, express, viaFast, viaExpress } = await bothWays(path, make, await app.listen());
+    expect(viaFast).toBe(0);
+    expect(viaExpress).toBe(1);
+    expect(fast.status, fast.text).toBe(status);
+    expect(comparable(fast)).toStrictEqual(comparable(express));
+  });
+
+  it('on the service\'s own server, requests and responses are born with Express\'s prototypes, so none is changed on a hot route', async () => {
+    const server = createServer(app.app);
+    const born: Array<{ request: boolean; response: boolean; node: boolean }> = [];
+    server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      born.push({
+        request: Object.getPrototypeOf(req) === app.app.request,
+        // the fast path's response: Express's, with the direct res.json (src/http/fast-json.ts)
+        response: Object.getPrototypeOf(Object.getPrototypeOf(res)) === app.app.response,
+        node: req instanceof http.IncomingMessage && res instanceof http.ServerResponse,
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const r = await send(url, '/api/sso/validate', { method: 'POST', body: { ...creds, token: await issue() } });
+      expect(r.status).toBe(200);
+      expect((await send(url, '/healthz')).status, 'other routes too').toBe(200);
+      expect(born).toStrictEqual([{ request: true, response: true, node: true }, { request: true, response: true, node: true }]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('names the request with the caller\'s X-Request-Id and writes the same log line as Express', async () => {
