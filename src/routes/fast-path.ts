@@ -37,7 +37,7 @@ export interface FastRoute {
 export function createFastPath(app: Express, routes: readonly FastRoute[], onError: ErrorRequestHandler): {
   serveHot(incoming: IncomingMessage, outgoing: ServerResponse): boolean;
   /** Server options whose requests and responses are born with the prototypes given here (see bornAs). */
-  serverOptions: { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse };
+  serverOptions: { IncomingMessage?: typeof IncomingMessage; ServerResponse?: typeof ServerResponse };
 } {
   const byTarget = new Map<string, FastRoute & { method: string }>();
   const response = leanJsonResponse(app.response, app);
@@ -76,7 +76,9 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
 
 /**
  * A constructor for Node's HTTP server (its `IncomingMessage` / `ServerResponse` options)
- * that builds what `base` builds, with `prototype` as its prototype from birth.
+ * that builds what `base` builds, with `prototype` as its prototype from birth; undefined
+ * when `base` is a class, which cannot be called this way (Node 20 to 24 define both as
+ * functions).
  *
  * Why: Express, and the fast path after it, give every request and response another
  * prototype (Object.setPrototypeOf), which V8 pays for on every object and again at every
@@ -85,12 +87,15 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
  * (docs/performance.md). An object already holding the prototype it is given is left as it
  * is, so a request born with `app.request` and a response born with the fast path's response
  * (Express's, with the direct res.json) are never changed on a hot route; on other routes
- * Express still sets `app.response` on the response. Reflect.construct runs `base` itself
- * (a function or a class) with this constructor as new.target.
+ * Express still sets `app.response` on the response. `base` runs on the new object
+ * (`IncomingMessage.call(this, socket)`); Reflect.construct with a new.target gave the same
+ * objects and, measured, cost more than the setPrototypeOf it saved.
  */
-function bornAs<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T {
-  function Born(...args: unknown[]): object {
-    return Reflect.construct(base, args, Born);
+function bornAs<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T | undefined {
+  if (Function.prototype.toString.call(base).startsWith('class')) return undefined;
+  const construct = base as unknown as (this: object, a: unknown, b: unknown) => void;
+  function Born(this: object, a: unknown, b: unknown): void {
+    construct.call(this, a, b);
   }
   Born.prototype = prototype;
   return Born as unknown as T;
