@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
-import { isUsableCallbackUrl } from '../clients/callback.ts';
+import { callbackWithToken, isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
@@ -10,7 +10,7 @@ import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { tokenUserId } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
-import { formatUtc, signToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
+import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -74,7 +74,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       aud: SSO_AUDIENCE,
       jti: randomUUID(),
     };
-    const token = signToken(claims, signingKeys);
+    const token = signSsoToken(claims, signingKeys);
     await tokens.recordIssue({
       token: {
         jti: claims.jti,
@@ -182,10 +182,7 @@ export type SsoService = ReturnType<typeof createSsoService>;
 
 /** The client's callback with `token` (and `state`) added to its query; existing query kept. */
 export function buildRedirectUrl(callbackUrl: string, token: string, state?: string): string {
-  const url = new URL(callbackUrl);
-  url.searchParams.set('token', token);
-  if (state !== undefined) url.searchParams.set('state', state);
-  return url.toString();
+  return callbackWithToken(callbackUrl, token, state);
 }
 
 /**

@@ -28,6 +28,31 @@ export function signToken(claims: object, keys: SigningKeys): string {
   return jwt.sign(claims, keys.signing.key, { algorithm: 'HS256', keyid: keys.signing.kid });
 }
 
+/** The encoded header of the tokens a key signs, as jsonwebtoken writes it ({alg, typ, kid}). */
+const encodedHeaders = new WeakMap<SigningKeys, string>();
+
+function encodedHeaderOf(keys: SigningKeys): string {
+  let header = encodedHeaders.get(keys);
+  if (header === undefined) {
+    header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: keys.signing.kid })).toString('base64url');
+    encodedHeaders.set(keys, header);
+  }
+  return header;
+}
+
+/**
+ * Signs an SSO token: the very bytes `signToken` (jsonwebtoken) writes for the same claims
+ * (test/sso/sign-token.test.ts compares them), without its per-call work. jsonwebtoken
+ * checks its options and the claims' types on every call and builds the header anew;
+ * here the claims are ours and always complete (iat included, which jsonwebtoken would
+ * otherwise add), the header is encoded once per key, and the HMAC runs on the KeyObject.
+ * Token issue signs once per request (docs/performance.md).
+ */
+export function signSsoToken(claims: SsoClaims, keys: SigningKeys): string {
+  const signed = `${encodedHeaderOf(keys)}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  return `${signed}.${createHmac('sha256', keys.signing.key).update(signed).digest('base64url')}`;
+}
+
 /**
  * The keys a token may be verified with, from its decoded header: the one its `kid` names,
  * none for a kid we do not know (a dropped key, a forgery), and every known key for a token
@@ -91,7 +116,7 @@ function signatureMatches(signed: string, signature: string, key: KeyObject): bo
  * signature (HMAC-SHA256 on the KeyObject, compared in constant time), not-before, expiry
  * (unless `ignoreExpiration`; expired is `token_expired`, everything else `invalid_token`),
  * audience, issuer, and that exp, iat, iss, aud and jti are all present. Returns the claims
- * or the reason for refusal. Signing stays with jsonwebtoken (`signToken`).
+ * or the reason for refusal.
  */
 export function verifyToken<T>(
   token: string,
