@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/db.ts';
+import { afterCommitOf, type Queryable } from '../db/db.ts';
 import { insertAuditRows } from '../audit/queries.ts';
-import type { WritePart } from '../db/statement.ts';
+import { statementParams, type WritePart } from '../db/statement.ts';
 
 /** An issued token as recorded for the single-use check. */
 export interface IssuedTokenRow {
@@ -22,6 +22,92 @@ export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | 
          ${bind(tokens.map((t) => t.clientId))}::text[], ${bind(tokens.map((t) => t.username))}::text[], ${bind(tokens.map((t) => t.ipAddress))}::text[],
          ${bind(tokens.map((t) => t.issuedAt))}::timestamptz[], ${bind(tokens.map((t) => t.expiresAt))}::timestamptz[])`,
   };
+}
+
+/**
+ * One server-to-server token issue, as its statement needs it: the token's id, times and
+ * address, and the user by normalized username (the statement finds them).
+ */
+export interface IssueByUsernameRequest {
+  jti: string;
+  /** Normalized (src/users/username.ts). */
+  username: string;
+  clientId: string;
+  /** The address the token is bound to (its ip_address claim). */
+  tokenIp: string;
+  /** The caller's address and user agent, for the audit row and the event. */
+  ipAddress: string;
+  userAgent: string | null;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+/** What became of one issue request: the user the token was recorded for, or why none was. */
+export type IssueOutcome =
+  | { issued: true; user: { id: number; username: string; email: string; role: string } }
+  | { issued: false; reason: 'user_not_found' | 'user_inactive' };
+
+/**
+ * Issues server-to-server tokens by username, any number in one statement (`result[i]`
+ * answers `requests[i]`): each request's user is found by its normalized username and, when
+ * active, its token row, its audit row (token.issue success) and its user.login event are
+ * written; for an unknown or inactive user only the failure audit row is. One round trip
+ * where looking the users up first took two, and the rows are written from the users as
+ * the statement reads them, so a user deactivated meanwhile gets no token.
+ *
+ * `events` makes the user.login part of the statement from the query it is given (each
+ * event's data and place); its deliveries are handed on once the statement has committed.
+ */
+export async function issueTokensByUsername(
+  q: Queryable,
+  requests: readonly IssueByUsernameRequest[],
+  events: (source: { select: string }) => WritePart | null,
+): Promise<IssueOutcome[]> {
+  const { bind, values } = statementParams();
+  const column = <T>(pick: (r: IssueByUsernameRequest) => T) => bind(requests.map(pick));
+  const found = `SELECT r.n, r.jti, r.client_id, r.token_ip, r.ip_address, r.user_agent, r.audit_user_agent, r.asked, r.issued_at, r.expires_at,
+         u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active
+       FROM unnest(${column((r) => r.jti)}::uuid[], ${column((r) => r.username)}::text[], ${column((r) => r.username.slice(0, 200))}::text[],
+         ${column((r) => r.clientId)}::text[], ${column((r) => r.tokenIp)}::text[], ${column((r) => r.ipAddress)}::text[],
+         ${column((r) => r.userAgent)}::text[], ${column((r) => r.userAgent?.slice(0, 512) ?? null)}::text[],
+         ${column((r) => r.issuedAt)}::timestamptz[], ${column((r) => r.expiresAt)}::timestamptz[])
+         WITH ORDINALITY AS r(jti, wanted, asked, client_id, token_ip, ip_address, user_agent, audit_user_agent, issued_at, expires_at, n)
+       LEFT JOIN users u ON u.username = r.wanted`;
+  const event = events({
+    select: `SELECT jsonb_build_object('user_id', user_id, 'email', email, 'ip_address', token_ip, 'user_agent', coalesce(user_agent, ''),
+         'client_system', client_id, '2fa_used', false), n FROM issued`,
+  });
+  const ctes = [
+    `found AS (${found})`,
+    'issued AS (SELECT * FROM found WHERE active)',
+    `tokens AS (INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT jti, user_id, client_id, username, token_ip, issued_at, expires_at FROM issued)`,
+    `audit AS (${insertAuditRows(`SELECT 'token.issue', CASE WHEN active THEN 'success' ELSE 'failure' END, user_id,
+         CASE WHEN active THEN username ELSE asked END, client_id, ip_address, audit_user_agent,
+         CASE WHEN active THEN jsonb_build_object('jti', jti::text, 'flow', 'server_to_server', 'token_ip', token_ip)
+              ELSE jsonb_build_object('reason', CASE WHEN user_id IS NULL THEN 'user_not_found' ELSE 'user_inactive' END) END
+       FROM found ORDER BY n`)})`,
+  ];
+  if (event) ctes.push(`events AS (${event.sql(bind)})`);
+  // the deliveries the event part answers (leased to this process's dispatcher) ride on the first row
+  const deliveries = event?.answer ? `, CASE WHEN n = 1 THEN (SELECT coalesce(json_agg(d), '[]') FROM (SELECT ${event.answer('events')}) d) END AS deliveries` : '';
+  const r = await q.query<{ n: number; user_id: number | null; username: string | null; email: string | null; role: string | null; active: boolean; deliveries?: unknown[] | null }>(
+    `WITH ${ctes.join(',\n')}
+     SELECT n::int AS n, user_id, username, email, role, active${deliveries} FROM found`,
+    values,
+    { prepare: true },
+  );
+  const result: IssueOutcome[] = requests.map(() => ({ issued: false, reason: 'user_not_found' }));
+  let answered: unknown[] = [];
+  for (const row of r.rows) {
+    if (row.deliveries) answered = row.deliveries;
+    result[row.n - 1] = row.active
+      ? { issued: true, user: { id: row.user_id!, username: row.username!, email: row.email!, role: row.role! } }
+      : { issued: false, reason: row.user_id === null ? 'user_not_found' : 'user_inactive' };
+  }
+  const committed = event?.committed;
+  if (committed) afterCommitOf(q)(event.answer ? () => committed(answered) : committed as () => void);
+  return result;
 }
 
 /** The user a consumed token named. */

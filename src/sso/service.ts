@@ -46,6 +46,25 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
   const tokens = createTokenStore(db, events);
   const users = createUserLookup(db);
 
+  /** The claims of a token for `user` at `client` (docs/contract.md, "SSO token"), issued at `now` (seconds). */
+  const claimsFor = (
+    client: ClientRecord,
+    user: { id: number; role: string },
+    token: { username: string; ipAddress: string; now: number; jti: string },
+  ): SsoClaims => ({
+    user_id: String(user.id),
+    username: token.username,
+    client_id: client.client_id,
+    client_name: client.client_name,
+    roles: [user.role],
+    ip_address: token.ipAddress,
+    iat: token.now,
+    exp: token.now + config.TOKEN_TTL_SECONDS,
+    iss: config.ISSUER,
+    aud: SSO_AUDIENCE,
+    jti: token.jti,
+  });
+
   /**
    * Signs a token for `user` at `client`, records it for the single-use check, writes the
    * audit row and the user.login event in one transaction. `claimUsername` is the name the
@@ -60,20 +79,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       // no token is issued for a callback it could not be delivered to
       throw new AppError(409, 'client_misconfigured', 'The callback URL registered for this client system is not usable; an administrator must correct it');
     }
-    const now = Math.floor(Date.now() / 1000);
-    const claims: SsoClaims = {
-      user_id: String(user.id),
-      username: ctx.claimUsername ?? user.username,
-      client_id: client.client_id,
-      client_name: client.client_name,
-      roles: [user.role],
-      ip_address: ctx.tokenIp ?? ctx.ipAddress,
-      iat: now,
-      exp: now + config.TOKEN_TTL_SECONDS,
-      iss: config.ISSUER,
-      aud: SSO_AUDIENCE,
-      jti: randomUUID(),
-    };
+    const claims = claimsFor(client, user, { username: ctx.claimUsername ?? user.username, ipAddress: ctx.tokenIp ?? ctx.ipAddress, now: Math.floor(Date.now() / 1000), jti: randomUUID() });
     const token = signSsoToken(claims, signingKeys);
     await tokens.recordIssue({
       token: {
@@ -111,8 +117,33 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
   return {
     issueForUser,
 
-    /** Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. */
+    /**
+     * Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. The
+     * user is found by the statement that records the token (one round trip); a client
+     * whose callback is not usable takes the two-step way, so that its answer (404 for an
+     * unknown user, else 409) stays what it always was.
+     */
     async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string }) {
+      if (isUsableCallbackUrl(client.callback_url)) {
+        const now = Math.floor(Date.now() / 1000);
+        const jti = randomUUID();
+        const tokenIp = ctx.tokenIp ?? ctx.ipAddress;
+        const outcome = await tokens.issueByUsername({
+          jti,
+          username: normalizeUsername(rawUsername),
+          clientId: client.client_id,
+          tokenIp,
+          ipAddress: ctx.ipAddress,
+          userAgent: ctx.userAgent,
+          issuedAt: new Date(now * 1000),
+          expiresAt: new Date((now + config.TOKEN_TTL_SECONDS) * 1000),
+        });
+        if (!outcome.issued) throw new AppError(404, 'user_not_found', 'User not found or inactive'); // audited by the statement
+        const claims = claimsFor(client, outcome.user, { username: outcome.user.username, ipAddress: tokenIp, now, jti });
+        const token = signSsoToken(claims, signingKeys);
+        metrics.tokensIssued.inc({ flow: 'server_to_server' });
+        return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
+      }
       const user = await users.byUsername(normalizeUsername(rawUsername));
       if (!user || !user.active) {
         await writeAudit(db, {

@@ -3,7 +3,10 @@ import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { writeTogether } from '../db/statement.ts';
 import type { EventData, EventRecorder } from '../webhooks/events.ts';
-import { type ConsumedToken, type ConsumeRequest, consumeTokens, issuedTokenRows, type IssuedTokenRow, tokenState } from './queries.ts';
+import {
+  type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
+  issueTokensByUsername, tokenState,
+} from './queries.ts';
 
 /** What one token issue writes: its row, its audit entry and its user.login event. */
 export interface IssueRecord {
@@ -32,9 +35,21 @@ export function createTokenStore(db: Db, events: EventRecorder) {
     ]);
     return records.map(() => true as const);
   });
+  /**
+   * Server-to-server issues arriving together find their users and record their tokens,
+   * audit rows and user.login events in one statement (src/sso/queries.ts).
+   */
+  const issuer = createBatchLoader<IssueByUsernameRequest, IssueOutcome>(
+    (requests) => issueTokensByUsername(db, requests, (source) => events.part('user.login', source)),
+  );
   return {
     /** Records one issued token with its audit row and event; resolves once committed. */
     recordIssue: (record: IssueRecord): Promise<true> => recorder.load(record),
+    /**
+     * Records a token for the active user with this normalized username, with its audit row
+     * and event, or (no such user, or inactive) the failure's audit row; resolves once committed.
+     */
+    issueByUsername: (request: IssueByUsernameRequest): Promise<IssueOutcome> => issuer.load(request),
     /** Consumes a token for one validation: its user, or null when nothing was consumed. */
     consume: (request: ConsumeRequest): Promise<ConsumedToken | null> => consumer.load(request),
     /** Why a token could not be consumed. */

@@ -1,6 +1,6 @@
 import { afterCommitOf, type Queryable } from '../db/db.ts';
 import { type WritePart, writeTogether } from '../db/statement.ts';
-import { deliveryRows } from './event-queries.ts';
+import { deliveryRows, type EventSource } from './event-queries.ts';
 import type { ClaimedDelivery } from './queries.ts';
 
 /** The seven event types of the webhook contract (README, "Webhooks"). */
@@ -32,9 +32,10 @@ export interface EventRecorder {
   record(tx: Queryable, event: EventType, data: EventData | ReadonlyArray<EventData>): Promise<void>;
   /**
    * The same, as a part of one statement written with others (src/db/statement.ts): for a
-   * hot path that writes its rows and its events in one round trip.
+   * hot path that writes its rows and its events in one round trip. The data may be a query
+   * of that statement (EventSource), for a statement that reads what the events say.
    */
-  part(event: EventType, data: ReadonlyArray<EventData>): WritePart | null;
+  part(event: EventType, data: EventSource): WritePart | null;
   /**
    * Says that `tx` wrote deliveries by other means (a database trigger, a delivery queued
    * again): they too go out once it commits.

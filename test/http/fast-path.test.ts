@@ -19,8 +19,11 @@ import { parsePrometheus, sampleValue } from '../ops/helpers/prometheus.ts';
 
 /** What may differ between two answers to two requests: when, which request, the counter's remaining count. */
 const PER_REQUEST_HEADERS = new Set(['date', 'x-request-id', 'ratelimit', 'retry-after', 'connection', 'keep-alive']);
-/** Fields that differ from one answer to the next: a token and its redirect (by their jti), the seconds to wait. */
-const PER_ANSWER_FIELDS = ['token', 'redirect_url', 'retry_after'];
+/**
+ * Fields that differ from one answer to the next: a token and its redirect (by their jti), the
+ * seconds to wait, and a validated token's expiry (two tokens issued either side of a second's end).
+ */
+const PER_ANSWER_FIELDS = ['token', 'redirect_url', 'retry_after', 'expires_at'];
 
 function comparable(r: HttpResponse): { status: number; headers: Record<string, unknown>; body: unknown } {
   const headers = Object.fromEntries(Object.entries(r.headers).filter(([name]) => !PER_REQUEST_HEADERS.has(name)));

@@ -27,12 +27,14 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   });
   afterAll(() => t.drop());
 
-  async function issue(outbox: EventOutbox, count: number): Promise<void> {
+  /** Issues `count` tokens together (one statement records them all): for a known user (the browser flow), or by username (server to server). */
+  async function issue(outbox: EventOutbox, count: number, way: 'for user' | 'by username' = 'for user'): Promise<void> {
     const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
     const client = (await findClient(t.db, 'handoff'))!;
     const user = (await findUserByUsername(t.db, 'handoff'))!;
-    // issued together: one statement records them all
-    await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
+    await Promise.all(Array.from({ length: count }, () => (way === 'for user'
+      ? sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })
+      : sso.issueByUsername(client, 'handoff', { ipAddress: '127.0.0.1', userAgent: 'test' }))));
   }
 
   async function webhookFor(url: string): Promise<number> {
@@ -44,7 +46,7 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   const deliveries = async (webhookId: number) => (await t.db.query<{ id: string; status: string; attempts: number; leased: boolean }>(
     'SELECT id, status, attempts, locked_until IS NOT NULL AS leased FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId])).rows;
 
-  it('sends them with no claim: the dispatcher is neither woken nor polling', async () => {
+  it.each(['for user', 'by username'] as const)('sends them with no claim: the dispatcher is neither woken nor polling (issued %s)', async (way) => {
     const receiver = await startReceiver();
     const outbox = createOutbox();
     let woken = 0;
@@ -53,8 +55,9 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     try {
       const webhookId = await webhookFor(receiver.url);
       expect(outbox.handOffLeaseMs()).toBe(deliveryLeaseMs(config));
-      await issue(outbox, 3);
+      await issue(outbox, 3, way);
       await receiver.waitFor(() => receiver.received.length === 3);
+      expect(receiver.received.map((r) => r.body.data.user_id), 'each names the user the statement found').toStrictEqual(Array(3).fill((await findUserByUsername(t.db, 'handoff'))!.id));
       expect(receiver.received.map((r) => r.body.event)).toStrictEqual(['user.login', 'user.login', 'user.login']);
       expect(woken, 'handed over, not woken').toBe(0);
       await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1 && !d.leased));
