@@ -21,7 +21,7 @@ import bcrypt from 'bcrypt';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, postJson as post, probeLatencies, SERVICE_ROOT, startProcess as start, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, NODE_FLAGS, postJson as post, probeLatencies, SERVICE_ROOT, startProcess as start, stopProcess,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -114,6 +114,7 @@ async function main() {
   try {
     const service = await start('src/server.ts', benchServiceEnv(db.url), '/readyz', SERVICE_ROOT);
     if (process.env.BENCH_SERVICE_ROOT) console.log(`service from ${SERVICE_ROOT}`);
+    console.log(`node options of every process: ${NODE_FLAGS.join(' ') || '(none)'}`);
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;
 

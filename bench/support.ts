@@ -18,13 +18,36 @@ export const SERVICE_ROOT = process.env.BENCH_SERVICE_ROOT ? path.resolve(proces
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**
- * Starts a TypeScript entry point as its own process and waits (30 s at most) until GET `probe`
- * answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits.
+ * The node options the service is started with: those `npm start` gives it (package.json of
+ * the checkout measured), so the benchmark runs the service as it is deployed; every process
+ * the benchmark starts (the ceiling and the limit too) runs with them, so the figures compare
+ * like with like. BENCH_NODE_FLAGS (space-separated) overrides them.
+ */
+export const NODE_FLAGS: readonly string[] = process.env.BENCH_NODE_FLAGS !== undefined
+  ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean)
+  : startFlags(JSON.parse(readFileSync(path.join(SERVICE_ROOT, 'package.json'), 'utf8')).scripts?.start ?? '');
+
+/** The options between `node` and the script in an npm script such as `node --a=1 scripts/launch.mjs server`. */
+export function startFlags(script: string): string[] {
+  const words = script.trim().split(/\s+/);
+  if (words[0] !== 'node') return [];
+  const flags: string[] = [];
+  for (const word of words.slice(1)) {
+    if (!word.startsWith('--')) break;
+    flags.push(word);
+  }
+  return flags;
+}
+
+/**
+ * Starts a TypeScript entry point as its own process, with NODE_FLAGS, and waits (30 s at most)
+ * until GET `probe` answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile
+ * there when it exits.
  */
 export async function startProcess(file: string, env: Record<string, string>, probe: string, cwd = ROOT): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...profile, '--import', 'tsx', file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;
