@@ -12,7 +12,7 @@
 import http from 'node:http';
 import { createBatchLoader } from '../src/db/batch.ts';
 import { openPostgres } from '../src/db/postgres.ts';
-import { consumeTokens, type ConsumeRequest } from '../src/sso/queries.ts';
+import { CLIENT_CHANGED, consumeTokens, type ConsumeRequest } from '../src/sso/queries.ts';
 
 const db = openPostgres(process.env.DATABASE_URL!);
 const consumer = createBatchLoader((requests: readonly ConsumeRequest[]) => consumeTokens(db, requests));
@@ -36,7 +36,7 @@ const server = http.createServer((req, res) => {
     }
     if (typeof body.token !== 'string' || typeof body.client_id !== 'string') return answer(res, 400, { error: 'invalid_request' });
     consumer.load({ jti: body.token, clientId: body.client_id, ipAddress: req.socket.remoteAddress ?? '', userAgent: req.headers['user-agent'] ?? null }).then(
-      (user) => (user
+      (user) => (user && user !== CLIENT_CHANGED // no client version given: never CLIENT_CHANGED
         ? answer(res, 200, { valid: true, user: { id: user.user_id, username: user.username, email: user.email }, expires_at: user.expires_at })
         : answer(res, 401, { valid: false, error: 'invalid_token' })),
       () => answer(res, 500, { error: 'internal' }),

@@ -17,9 +17,13 @@ export type CacheTicket = number;
  * instance is not listening (not yet connected, or its listening connection was lost and
  * is being opened again) nothing is served from memory and nothing is kept, and the
  * records kept before are dropped: a change announced meanwhile would have been missed.
- * A kept record is used only after a fence on the listening connection: a change committed
- * before the request arrived is announced before the record is used, so a rotated secret,
- * a changed allow list or a deactivated client is refused on the very next request.
+ * A notification can still be on its way when a request uses a kept record (it travels on
+ * a connection of its own), so a kept record is only ever a candidate: it is served at once,
+ * and what it decides is made good by the database (src/clients/guards.ts): the hot
+ * statements write only while the client's row still has the version the record was read
+ * at, and every refusal is confirmed on the current row before it is answered. A rotated
+ * secret, a changed allow list or a deactivated client is so refused on the very next
+ * request, without a round trip of its own; the notifications keep such mismatches rare.
  *
  * A lookup that was under way when a change was announced is not kept (its row may predate
  * the change): `ticket()` before the lookup, `remember(..., ticket)` after. Unknown client
@@ -57,14 +61,11 @@ export function createClientCache(db: Pick<Db, 'listen'>) {
 
   return {
     /**
-     * The kept record of this client, if any, once every change committed before this call
-     * has been announced to this instance (the checks of one turn of the event loop share
-     * that round trip, see Db.listen); only while listening.
+     * The kept record of this client, if any, only while listening: a candidate, which may
+     * predate a change whose announcement is still on its way (see above).
      */
-    async get(clientId: string): Promise<ClientRecord | undefined> {
+    get(clientId: string): ClientRecord | undefined {
       if (state === 'idle') start();
-      if (!listening || !records.has(clientId)) return undefined;
-      if (!(await listener!.fence())) return undefined;
       return listening ? records.get(clientId) : undefined;
     },
     /** Take before looking a client up; hand to `remember` with the row found. */

@@ -16,4 +16,21 @@ export interface ClientRecord {
   previous_secret_hash: string | null;
   /** When the previous secret stops working; null when there is none (or its grace is over). */
   previous_secret_expires_at: Date | null;
+  /**
+   * The version of the row this record was read from (its xmin): every write to the row, by
+   * any means, gives it another. The hot statements write only while the row still has it.
+   */
+  version: string;
+}
+
+/**
+ * Thrown when a statement found the client's row changed since the record the request was
+ * authenticated with was read: nothing was written; the request is to be decided again on
+ * the client's current record (src/clients/guards.ts, onCurrentClient).
+ */
+export class ClientChanged extends Error {
+  constructor(readonly clientId: string) {
+    super(`client ${clientId} changed while the request was handled`);
+    this.name = 'ClientChanged';
+  }
 }

@@ -1,7 +1,7 @@
-import type { RequestHandler } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../http/errors.ts';
 import { clientIp, normalizeIp } from '../http/client-ip.ts';
-import type { ClientRecord } from './client.ts';
+import { ClientChanged, type ClientRecord } from './client.ts';
 import type { ClientService } from './service.ts';
 import { isIpAllowed } from './allowlist.ts';
 
@@ -10,13 +10,41 @@ export function authenticatedClient(res: { locals: Record<string, unknown> }): C
   return res.locals.client as ClientRecord;
 }
 
-/** Requires valid client_id and client_secret in the (validated) JSON body: 401 invalid_client. */
-export function authenticateClient(clients: ClientService): RequestHandler {
+/** The credentials of the (validated) JSON body. */
+const credentialsOf = (res: { locals: Record<string, unknown> }) => res.locals.input as { client_id: string; client_secret: string };
+
+/**
+ * Requires valid client_id and client_secret in the (validated) JSON body: 401 invalid_client.
+ * With `kept`, a client record kept in memory may decide (src/clients/cache.ts): only for
+ * the hot routes, whose statements write only while the client's row is the one the record
+ * was read from and whose refusals `onCurrentClient` confirms (res.locals.clientConfirmed
+ * says whether the record was read for this request).
+ */
+export function authenticateClient(clients: ClientService, options: { kept?: boolean } = {}): RequestHandler {
+  if (!options.kept) {
+    return async (_req, res, next) => {
+      const body = credentialsOf(res);
+      res.locals.client = await clients.authenticateClient(body.client_id, body.client_secret);
+      res.locals.clientConfirmed = true;
+      next();
+    };
+  }
   return async (_req, res, next) => {
-    const body = res.locals.input as { client_id: string; client_secret: string };
-    res.locals.client = await clients.authenticateClient(body.client_id, body.client_secret);
+    const body = credentialsOf(res);
+    const { client, confirmed } = await clients.authenticateClientFast(body.client_id, body.client_secret);
+    res.locals.client = client;
+    res.locals.clientConfirmed = confirmed;
     next();
   };
+}
+
+/** Whether the caller's address is on the client's allow list. */
+function callerAllowed(req: Parameters<RequestHandler>[0], client: ClientRecord): boolean {
+  return isIpAllowed(normalizeIp(clientIp(req)), client.allowed_ips);
+}
+
+function ipNotAllowed(req: Parameters<RequestHandler>[0]): AppError {
+  return new AppError(403, 'ip_not_allowed', `IP address ${clientIp(req)} is not allowed for this client`);
 }
 
 /**
@@ -24,10 +52,53 @@ export function authenticateClient(clients: ClientService): RequestHandler {
  * Runs after authentication, so an unknown client_id learns nothing from a 403.
  */
 export const requireAllowedIp: RequestHandler = (req, res, next) => {
-  const client = authenticatedClient(res);
-  const ip = clientIp(req);
-  if (!isIpAllowed(normalizeIp(ip), client.allowed_ips)) {
-    throw new AppError(403, 'ip_not_allowed', `IP address ${ip} is not allowed for this client`);
-  }
+  if (!callerAllowed(req, authenticatedClient(res))) throw ipNotAllowed(req);
   next();
 };
+
+/**
+ * The error step of a hot client route (after its handler): a request decided on a client
+ * record kept in memory is decided again on the client's current record before anything
+ * but success is answered, so no refusal and no answer rests on a record a change has
+ * overtaken. With the current record read: wrong credentials are 401 invalid_client, an
+ * address off its allow list (`checkIp`) 403; a statement that found the client changed
+ * (ClientChanged: it wrote nothing) or a refusal given on a record that was not the current
+ * one is tried again on the current record, by `rest` (the steps after the allow list: the
+ * limit and the handler) for the allow list's own refusal, else by `handler` alone (the
+ * request was already counted by the limit, which is keyed by the client's id and so
+ * decided the same on any record); any other refusal stands. Once the record is the current
+ * one, a ClientChanged (the client changed again in the meantime) is a 503.
+ */
+export function onCurrentClient(
+  clients: ClientService,
+  options: { checkIp: boolean; rest: RequestHandler[]; handler: RequestHandler },
+): ErrorRequestHandler {
+  const changedMeanwhile = () => new AppError(503, 'service_unavailable', 'The client system was changed while this request was handled; try again', {
+    headers: { 'Retry-After': '1' },
+  });
+  return async (err, req, res, next) => {
+    if (res.locals.clientConfirmed !== false) return next(err instanceof ClientChanged ? changedMeanwhile() : err);
+    const used = authenticatedClient(res);
+    const { client_id: clientId, client_secret: secret } = credentialsOf(res);
+    const current = await clients.authenticateClient(clientId, secret); // 401 on the current record
+    res.locals.client = current;
+    res.locals.clientConfirmed = true;
+    if (options.checkIp && !callerAllowed(req, current)) throw ipNotAllowed(req);
+    const overtaken = err instanceof ClientChanged || current.version !== used.version;
+    if (!overtaken) return next(err);
+    const rerun = err instanceof AppError && err.code === 'ip_not_allowed' ? options.rest : [options.handler];
+    runInOrder(rerun, req, res, (error) => next(error instanceof ClientChanged ? changedMeanwhile() : error));
+  };
+}
+
+/** Runs middleware one after another, handing an error (or the end) to `done`; one that answers ends it. */
+function runInOrder(steps: readonly RequestHandler[], req: Parameters<RequestHandler>[0], res: Parameters<RequestHandler>[1], done: (err?: unknown) => void): void {
+  const [first, ...rest] = steps;
+  if (!first) return done();
+  try {
+    const ret = first(req, res, (err?: unknown) => (err ? done(err) : runInOrder(rest, req, res, done))) as unknown;
+    if (ret && typeof (ret as Promise<unknown>).then === 'function') (ret as Promise<unknown>).then(undefined, (error: unknown) => done(error));
+  } catch (error) {
+    done(error);
+  }
+}

@@ -2,11 +2,12 @@ import type { Queryable } from '../db/db.ts';
 import type { ClientRecord } from './client.ts';
 
 /**
- * Every column of a ClientRecord. The previous secret is read only while its grace lasts,
+ * Every column of a ClientRecord, and the row's version (xmin: a new one with every write
+ * to the row, whoever makes it). The previous secret is read only while its grace lasts,
  * decided by the database's clock in the very statement that reads it, so every instance
  * stops accepting it at the same moment whatever its own clock says.
  */
-const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at,
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 

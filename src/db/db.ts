@@ -31,12 +31,6 @@ export interface ListenHandlers {
 
 /** A channel being listened to. */
 export interface Listener {
-  /**
-   * Resolves true once every notification committed before the call has been delivered
-   * (false: not listening, nothing can be said). Calls in one turn of the event loop share
-   * one round trip.
-   */
-  fence(): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -33,18 +33,14 @@ export function embeddedDb(pglite: PGliteInterface): Db {
         fn({ query: (sql, params) => wrap(t.query(sql, params)), exec: async (sql) => void (await t.exec(sql)) }),
       ), work),
     // One process, one database: PGlite hands a commit's notifications to the listeners
-    // before the committing statement's result, so nothing committed can still be on its way.
+    // before the committing statement's result.
     listen(channel, handlers) {
-      let listening = false;
       const unlisten = pglite.listen(channel, handlers.notify).then((stop) => {
-        listening = true;
         handlers.listening(true);
         return stop;
       });
       return {
-        fence: async () => listening,
         async close() {
-          listening = false;
           handlers.listening(false);
           await (await unlisten)();
         },

@@ -84,11 +84,6 @@ const LISTEN_RETRY_MS = 1_000;
  * LISTEN on a connection of its own (a pooled one would be returned to the pool and its
  * notifications lost). When it drops, `listening(false)` at once, then a new connection
  * every LISTEN_RETRY_MS until one listens again.
- *
- * The fence is an empty statement on that connection: PostgreSQL queues a transaction's
- * notifications before its commit becomes visible and sends a listener every queued one
- * before it answers the listener's next statement, so when the answer arrives every
- * notification committed before the fence was sent has been handed to `notify`.
  */
 function listenOnOwnConnection(base: pg.ClientConfig, channel: string, handlers: ListenHandlers, connectTimeoutMs: number): Listener {
   let stopped = false;
@@ -129,33 +124,7 @@ function listenOnOwnConnection(base: pg.ClientConfig, channel: string, handlers:
     handlers.listening(true);
   };
   void connect();
-  // One fence on the connection at a time; the requests that come while it is out share the next.
-  let running: Promise<boolean> | undefined;
-  let next: Promise<boolean> | undefined;
-  const fenceNow = async (): Promise<boolean> => {
-    const client = current;
-    if (!client) return false;
-    try {
-      await client.query(';');
-      return current === client;
-    } catch {
-      return false;
-    }
-  };
-  const send = (): Promise<boolean> => {
-    next = undefined;
-    const fence = fenceNow();
-    running = fence;
-    void fence.finally(() => {
-      if (running === fence) running = undefined;
-    });
-    return fence;
-  };
   return {
-    fence() {
-      next ??= (running ?? new Promise<void>((resolve) => setImmediate(resolve))).then(send);
-      return next;
-    },
     async close() {
       stopped = true;
       clearTimeout(retry);

@@ -3,8 +3,11 @@ import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandle
 import { leanJsonResponse } from '../http/fast-json.ts';
 import type { AnyRoute } from './declare.ts';
 
-/** A step of a hot route's chain (a hot route has no error page of its own: src/routes/mount.ts). */
-type Step = RequestHandler;
+/**
+ * A step of a hot route's chain: middleware, or (four parameters, as Express tells them
+ * apart) an error step, such as a hot client route's onCurrentClient (src/clients/guards.ts).
+ */
+type Step = RequestHandler | ErrorRequestHandler;
 
 /** A hot route as the fast path serves it: its method and path, and every step in order. */
 export interface FastRoute {
@@ -102,12 +105,14 @@ function bornAs<T extends abstract new (...args: never[]) => object>(base: T, pr
 }
 
 /**
- * Runs `steps` as Express's router runs a layer's handler: each step gets `next`; a step
- * that throws, passes an error to `next` or returns a rejected promise ends the chain in
- * `onError` (node_modules/router/lib/layer.js, handleRequest). `next('route')` and
- * `next('router')` leave the route, as in Express, for the last step (the 404 that follows).
- * Should the error handler itself fail, the answer is a bare 500, or the connection is
- * closed when the answer had begun (Express's finalhandler does the same).
+ * Runs `steps` as Express's router runs a route's layers: each step gets `next`; a step that
+ * throws, passes an error to `next` or returns a rejected promise hands the error to the next
+ * error step (four parameters), and the steps between are skipped, as error steps are while
+ * there is none (node_modules/router/lib/layer.js, handleRequest and handleError); with no
+ * error step left the error ends in `onError`. `next('route')` and `next('router')` leave
+ * the route, as in Express, for the last step (the 404 that follows). Should the error
+ * handler itself fail, the answer is a bare 500, or the connection is closed when the answer
+ * had begun (Express's finalhandler does the same).
  */
 function runSteps(steps: readonly Step[], req: Request, res: Response, onError: ErrorRequestHandler): void {
   let i = 0;
@@ -122,19 +127,22 @@ function runSteps(steps: readonly Step[], req: Request, res: Response, onError: 
       }
     }
   };
+  const settle = (ret: unknown) => {
+    if (ret && typeof (ret as Promise<unknown>).then === 'function') {
+      (ret as Promise<unknown>).then(undefined, (error: unknown) => next(error || new Error('Rejected promise')));
+    }
+  };
   const next: NextFunction = (err?: unknown) => {
     if (err === 'route' || err === 'router') {
       i = steps.length - 1;
       err = undefined;
     }
-    if (err) return fail(err);
-    const step = steps[i++];
-    if (!step) return;
+    let step = steps[i++];
+    // an error goes to the next error step; without one, the steps that handle errors are passed over
+    while (step && (step.length === 4) !== Boolean(err)) step = steps[i++];
+    if (!step) return err ? fail(err) : undefined;
     try {
-      const ret = step(req, res, next) as unknown;
-      if (ret && typeof (ret as Promise<unknown>).then === 'function') {
-        (ret as Promise<unknown>).then(undefined, (error: unknown) => next(error || new Error('Rejected promise')));
-      }
+      settle(err ? (step as ErrorRequestHandler)(err, req, res, next) : (step as RequestHandler)(req, res, next));
     } catch (error) {
       next(error);
     }
@@ -143,7 +151,7 @@ function runSteps(steps: readonly Step[], req: Request, res: Response, onError: 
 }
 
 /** The step that enters a route: Express sets req.route when a route layer matches (read by the metric's label). */
-export function enterRoute(route: AnyRoute): Step {
+export function enterRoute(route: AnyRoute): RequestHandler {
   const matched = { path: route.path, method: route.method };
   return (req, _res, next) => {
     (req as Request & { route: unknown }).route = matched;

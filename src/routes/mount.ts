@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { requireAdminPage, adminFormBody } from '../admin/panel-common.ts';
-import { authenticateClient, requireAllowedIp } from '../clients/guards.ts';
+import { authenticateClient, onCurrentClient, requireAllowedIp } from '../clients/guards.ts';
 import { requireAdmin, requireUser } from '../http/auth-guards.ts';
 import { apiNotFound, AppError } from '../http/errors.ts';
 import { noStore } from '../http/no-store.ts';
@@ -40,7 +40,8 @@ export function isSessionless(route: AnyRoute): boolean {
  * no-store; the form parser; the route's own steps; then for client routes the body (it holds
  * the credentials), the client, its allow list and the limit (keyed by the proven client);
  * for the others the limit, the caller, the CSRF token, the path, the body and the query;
- * the handler; the route's error page.
+ * the handler; for a hot client route, the decision again on the client's current record
+ * (src/clients/guards.ts, onCurrentClient); the route's error page.
  */
 export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyRoute[]): Array<RequestHandler | ReturnType<NonNullable<AnyRoute['onError']>>> {
   const chain: Array<RequestHandler | ReturnType<NonNullable<AnyRoute['onError']>>> = [];
@@ -48,9 +49,11 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
   if (route.bodyType === 'form') chain.push(...(route.access === 'page-admin' ? adminFormBody : pageForm));
   chain.push(...(route.before?.(s) ?? []));
   const limit = route.limit === 'none' ? [] : [s.limiters[route.limit]];
-  if (route.access === 'client' || route.access === 'client+ip') {
+  const byClient = route.access === 'client' || route.access === 'client+ip';
+  if (byClient) {
     if (!route.body) throw new Error(`${route.method} ${route.path}: client credentials travel in the body; declare one`);
-    chain.push(validateBody(route.body), authenticateClient(s.clients));
+    // a hot route may decide on a client record kept in memory: onCurrentClient (below) makes it good
+    chain.push(validateBody(route.body), authenticateClient(s.clients, { kept: route.hot }));
     if (route.access === 'client+ip') chain.push(requireAllowedIp);
     chain.push(...limit);
   } else {
@@ -70,6 +73,7 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
       client: res.locals.client, user: res.locals.user,
     }) as Promise<void>;
   chain.push(run);
+  if (byClient && route.hot) chain.push(onCurrentClient(s.clients, { checkIp: route.access === 'client+ip', rest: [...limit, run], handler: run }));
   if (route.onError) chain.push(route.onError(s));
   return chain;
 }

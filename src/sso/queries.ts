@@ -40,18 +40,21 @@ export interface IssueByUsernameRequest {
   userAgent: string | null;
   issuedAt: Date;
   expiresAt: Date;
+  /** As in ConsumeRequest: nothing is written unless the client's row still has this version. */
+  clientVersion?: string | null;
 }
 
 /** What became of one issue request: the user the token was recorded for, or why none was. */
 export type IssueOutcome =
   | { issued: true; user: { id: number; username: string; email: string; role: string } }
-  | { issued: false; reason: 'user_not_found' | 'user_inactive' };
+  | { issued: false; reason: 'user_not_found' | 'user_inactive' | typeof CLIENT_CHANGED };
 
 /**
  * Issues server-to-server tokens by username, any number in one statement (`result[i]`
  * answers `requests[i]`): each request's user is found by its normalized username and, when
  * active, its token row, its audit row (token.issue success) and its user.login event are
- * written; for an unknown or inactive user only the failure audit row is. One round trip
+ * written; for an unknown or inactive user only the failure audit row is; for a client whose
+ * row no longer has `clientVersion`, nothing (CLIENT_CHANGED). One round trip
  * where looking the users up first took two, and the rows are written from the users as
  * the statement reads them, so a user deactivated meanwhile gets no token.
  *
@@ -66,19 +69,23 @@ export async function issueTokensByUsername(
   const { bind, values } = statementParams();
   const column = <T>(pick: (r: IssueByUsernameRequest) => T) => bind(requests.map(pick));
   const found = `SELECT r.n, r.jti, r.client_id, r.token_ip, r.ip_address, r.user_agent, r.audit_user_agent, r.asked, r.issued_at, r.expires_at,
+         (r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false)) AS current,
          u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active
        FROM unnest(${column((r) => r.jti)}::uuid[], ${column((r) => r.username)}::text[], ${column((r) => r.username.slice(0, 200))}::text[],
          ${column((r) => r.clientId)}::text[], ${column((r) => r.tokenIp)}::text[], ${column((r) => r.ipAddress)}::text[],
          ${column((r) => r.userAgent)}::text[], ${column((r) => r.userAgent?.slice(0, 512) ?? null)}::text[],
-         ${column((r) => r.issuedAt)}::timestamptz[], ${column((r) => r.expiresAt)}::timestamptz[])
-         WITH ORDINALITY AS r(jti, wanted, asked, client_id, token_ip, ip_address, user_agent, audit_user_agent, issued_at, expires_at, n)
+         ${column((r) => r.issuedAt)}::timestamptz[], ${column((r) => r.expiresAt)}::timestamptz[], ${column((r) => r.clientVersion ?? null)}::text[])
+         WITH ORDINALITY AS r(jti, wanted, asked, client_id, token_ip, ip_address, user_agent, audit_user_agent, issued_at, expires_at, client_version, n)
+       LEFT JOIN clients c ON c.client_id = r.client_id
        LEFT JOIN users u ON u.username = r.wanted`;
   const event = events({
     select: `SELECT jsonb_build_object('user_id', user_id, 'email', email, 'ip_address', token_ip, 'user_agent', coalesce(user_agent, ''),
          'client_system', client_id, '2fa_used', false), n FROM issued`,
   });
   const ctes = [
-    `found AS (${found})`,
+    `requested AS (${found})`,
+    // a request whose client changed since it was authenticated writes nothing
+    'found AS (SELECT * FROM requested WHERE current)',
     'issued AS (SELECT * FROM found WHERE active)',
     `tokens AS (INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
        SELECT jti, user_id, client_id, username, token_ip, issued_at, expires_at FROM issued)`,
@@ -91,9 +98,9 @@ export async function issueTokensByUsername(
   if (event) ctes.push(`events AS (${event.sql(bind)})`);
   // the deliveries the event part answers (leased to this process's dispatcher) ride on the first row
   const deliveries = event?.answer ? `, CASE WHEN n = 1 THEN (SELECT coalesce(json_agg(d), '[]') FROM (SELECT ${event.answer('events')}) d) END AS deliveries` : '';
-  const r = await q.query<{ n: number; user_id: number | null; username: string | null; email: string | null; role: string | null; active: boolean; deliveries?: unknown[] | null }>(
+  const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string | null; email: string | null; role: string | null; active: boolean; deliveries?: unknown[] | null }>(
     `WITH ${ctes.join(',\n')}
-     SELECT n::int AS n, user_id, username, email, role, active${deliveries} FROM found`,
+     SELECT n::int AS n, current, user_id, username, email, role, active${deliveries} FROM requested`,
     values,
     { prepare: true },
   );
@@ -101,8 +108,8 @@ export async function issueTokensByUsername(
   let answered: unknown[] = [];
   for (const row of r.rows) {
     if (row.deliveries) answered = row.deliveries;
-    result[row.n - 1] = row.active
-      ? { issued: true, user: { id: row.user_id!, username: row.username!, email: row.email!, role: row.role! } }
+    result[row.n - 1] = !row.current ? { issued: false, reason: CLIENT_CHANGED }
+      : row.active ? { issued: true, user: { id: row.user_id!, username: row.username!, email: row.email!, role: row.role! } }
       : { issued: false, reason: row.user_id === null ? 'user_not_found' : 'user_inactive' };
   }
   const committed = event?.committed;
@@ -124,14 +131,23 @@ export interface ConsumeRequest {
   clientId: string;
   ipAddress: string;
   userAgent: string | null;
+  /**
+   * The version of the client's row the caller was authenticated with (ClientRecord.version):
+   * nothing is consumed unless the row still has it. Omitted: not checked.
+   */
+  clientVersion?: string | null;
 }
+
+/** The answer for a request whose client's row no longer had the version it was authenticated with: nothing was written. */
+export const CLIENT_CHANGED = 'client_changed';
 
 /**
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
  * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
  * only by the client it was issued for, only while unused, not invalidated, unexpired and
- * its user active, and (for a token naming a dashboard link) only while that link is still
- * active, so a link revoked while its token was being issued lends that token nothing; of any number of requests for one token, in this batch or in concurrent
+ * its user active, only while the client's row has the version the caller was authenticated
+ * with (`clientVersion`, when given; otherwise the answer is CLIENT_CHANGED), and (for a
+ * token naming a dashboard link) only while that link is still active, so a link revoked while its token was being issued lends that token nothing; of any number of requests for one token, in this batch or in concurrent
  * ones, exactly one gets the row back (a row is updated once, and a concurrent update waits
  * for the row lock and then sees `used_at` set). The success audit rows are written by the
  * same statement.
@@ -141,15 +157,17 @@ export interface ConsumeRequest {
  * that grew faster than autovacuum analyzes it (a fresh deployment under load) the planner
  * then scans all unused tokens into a hash instead of looking each jti up by primary key.
  */
-export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null>> {
-  const r = await q.query<ConsumedToken & { n: number }>(
+export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null | typeof CLIENT_CHANGED>> {
+  const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; expires_at: Date }>(
     `WITH req AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
-         WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, n)
+       SELECT r.*, (r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false)) AS current
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
+         WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, client_version, n)
+       LEFT JOIN clients c ON c.client_id = r.client_id
      ), consumed AS (
        UPDATE sso_tokens t SET used_at = now()
        FROM req r, users u
-       WHERE t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
+       WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
          AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now()
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
@@ -159,17 +177,20 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
        ${insertAuditRows(`SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
        FROM consumed ORDER BY n`)}
      )
-     SELECT n::int AS n, user_id, username, email, expires_at FROM consumed`,
+     SELECT r.n::int AS n, r.current, k.user_id, k.username, k.email, k.expires_at FROM req r LEFT JOIN consumed k ON k.n = r.n`,
     [
       requests.map((x) => x.jti),
       requests.map((x) => x.clientId),
       requests.map((x) => x.ipAddress),
       requests.map((x) => x.userAgent?.slice(0, 512) ?? null),
+      requests.map((x) => x.clientVersion ?? null),
     ],
     { prepare: true },
   );
-  const result: Array<ConsumedToken | null> = requests.map(() => null);
-  for (const { n, ...row } of r.rows) result[n - 1] = row;
+  const result: Array<ConsumedToken | null | typeof CLIENT_CHANGED> = requests.map(() => null);
+  for (const { n, current, ...row } of r.rows) {
+    result[n - 1] = !current ? CLIENT_CHANGED : row.user_id === null ? null : { ...row, user_id: row.user_id };
+  }
   return result;
 }
 

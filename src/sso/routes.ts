@@ -51,6 +51,7 @@ const validateRoute = (legacy: boolean) => route({
       ipAddress: clientIp(req),
       userAgent: req.get('user-agent') ?? null,
       expectedIp: body.ip_address && normalizeIp(body.ip_address),
+      clientVersion: client.version, // consumed only while the client is as authenticated (src/clients/guards.ts)
     }));
   },
 });
@@ -77,6 +78,7 @@ export const SSO_ROUTES = [
         ipAddress: clientIp(req),
         userAgent: req.get('user-agent') ?? null,
         tokenIp: body.ip_address && normalizeIp(body.ip_address),
+        clientVersion: client.version, // issued only while the client is as authenticated (src/clients/guards.ts)
       });
       res.json({ token: result.token, redirect_url: result.redirect_url });
     },

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
 import { callbackWithToken, isUsableCallbackUrl } from '../clients/callback.ts';
-import type { ClientRecord } from '../clients/client.ts';
+import { ClientChanged, type ClientRecord } from '../clients/client.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { createUserLookup } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { tokenUserId } from './queries.ts';
+import { CLIENT_CHANGED, tokenUserId } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
 import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
@@ -121,9 +121,9 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
      * Server-to-server issue (POST /api/sso/token): unknown or inactive user is 404. The
      * user is found by the statement that records the token (one round trip); a client
      * whose callback is not usable takes the two-step way, so that its answer (404 for an
-     * unknown user, else 409) stays what it always was.
+     * unknown user, else 409) stays what it always was. With `clientVersion`, as in validate.
      */
-    async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string }) {
+    async issueByUsername(client: ClientRecord, rawUsername: string, ctx: RequestContext & { tokenIp?: string; clientVersion?: string }) {
       if (isUsableCallbackUrl(client.callback_url)) {
         const now = Math.floor(Date.now() / 1000);
         const jti = randomUUID();
@@ -137,7 +137,9 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
           userAgent: ctx.userAgent,
           issuedAt: new Date(now * 1000),
           expiresAt: new Date((now + config.TOKEN_TTL_SECONDS) * 1000),
+          clientVersion: ctx.clientVersion,
         });
+        if (!outcome.issued && outcome.reason === CLIENT_CHANGED) throw new ClientChanged(client.client_id); // nothing written
         if (!outcome.issued) throw new AppError(404, 'user_not_found', 'User not found or inactive'); // audited by the statement
         const claims = claimsFor(client, outcome.user, { username: outcome.user.username, ipAddress: tokenIp, now, jti });
         const token = signSsoToken(claims, signingKeys);
@@ -163,9 +165,11 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
 
     /**
      * Validates and consumes a token for the client it was issued to. Every outcome is
-     * audited; failures are 401 {valid:false, error} with the reason.
+     * audited; failures are 401 {valid:false, error} with the reason. With `clientVersion`
+     * (ClientRecord.version) nothing is consumed unless the client's row still has it:
+     * ClientChanged otherwise.
      */
-    async validate(client: ClientRecord, token: string, ctx: RequestContext & { expectedIp?: string }): Promise<ValidationResult> {
+    async validate(client: ClientRecord, token: string, ctx: RequestContext & { expectedIp?: string; clientVersion?: string }): Promise<ValidationResult> {
       const fail = async (reason: string, extra: Record<string, unknown> = {}) => {
         await writeAudit(db, {
           action: 'token.validate',
@@ -188,7 +192,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       if (ctx.expectedIp !== undefined && ctx.expectedIp !== claims.ip_address) {
         throw await fail('ip_mismatch', { jti: claims.jti });
       }
-      const consumed = await tokens.consume({ jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent });
+      const consumed = await tokens.consume({ jti: claims.jti, clientId: client.client_id, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, clientVersion: ctx.clientVersion });
+      if (consumed === CLIENT_CHANGED) throw new ClientChanged(client.client_id); // nothing consumed
       if (!consumed) {
         const state = await tokens.state(claims.jti);
         const reason = !state || state.client_id !== client.client_id

@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import { writeTogether } from '../db/statement.ts';
 import type { EventData, EventRecorder } from '../webhooks/events.ts';
 import {
-  type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
+  CLIENT_CHANGED, type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
   issueTokensByUsername, tokenState,
 } from './queries.ts';
 
@@ -21,7 +21,7 @@ export interface IssueRecord {
  */
 export function createTokenStore(db: Db, events: EventRecorder) {
   /** Validations arriving together consume their tokens in one statement. */
-  const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null>((requests) => consumeTokens(db, requests));
+  const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null | typeof CLIENT_CHANGED>((requests) => consumeTokens(db, requests));
   /**
    * Issues arriving together are recorded in one statement: their token rows, audit rows
    * and user.login events, each kind in one part of it. A token exists (and can be
@@ -50,8 +50,11 @@ export function createTokenStore(db: Db, events: EventRecorder) {
      * and event, or (no such user, or inactive) the failure's audit row; resolves once committed.
      */
     issueByUsername: (request: IssueByUsernameRequest): Promise<IssueOutcome> => issuer.load(request),
-    /** Consumes a token for one validation: its user, or null when nothing was consumed. */
-    consume: (request: ConsumeRequest): Promise<ConsumedToken | null> => consumer.load(request),
+    /**
+     * Consumes a token for one validation: its user, null when nothing was consumed, or
+     * CLIENT_CHANGED (nothing consumed) when the client's row is no longer the version given.
+     */
+    consume: (request: ConsumeRequest): Promise<ConsumedToken | null | typeof CLIENT_CHANGED> => consumer.load(request),
     /** Why a token could not be consumed. */
     state: (jti: string) => tokenState(db, jti),
   };
