@@ -66,8 +66,10 @@ export const requireAllowedIp: RequestHandler = (req, res, next) => {
  * one is tried again on the current record, by `rest` (the steps after the allow list: the
  * limit and the handler) for the allow list's own refusal, else by `handler` alone (the
  * request was already counted by the limit, which is keyed by the client's id and so
- * decided the same on any record); any other refusal stands. Once the record is the current
- * one, a ClientChanged (the client changed again in the meantime) is a 503.
+ * decided the same on any record); any other refusal stands. A record read for this very
+ * request is decided again only when a statement found it overtaken (the client changed
+ * between the read and the statement). A request is decided again once: a ClientChanged
+ * after that (the client keeps changing) is a 503 with Retry-After.
  */
 export function onCurrentClient(
   clients: ClientService,
@@ -77,7 +79,10 @@ export function onCurrentClient(
     headers: { 'Retry-After': '1' },
   });
   return async (err, req, res, next) => {
-    if (res.locals.clientConfirmed !== false) return next(err instanceof ClientChanged ? changedMeanwhile() : err);
+    // a record read for this request is decided again only when a statement found it overtaken since
+    const decideAgain = res.locals.clientConfirmed === false || (err instanceof ClientChanged && res.locals.clientDecidedAgain !== true);
+    if (!decideAgain) return next(err instanceof ClientChanged ? changedMeanwhile() : err);
+    res.locals.clientDecidedAgain = true;
     const used = authenticatedClient(res);
     const { client_id: clientId, client_secret: secret } = credentialsOf(res);
     const current = await clients.authenticateClient(clientId, secret); // 401 on the current record

@@ -133,6 +133,49 @@ describe('a client record overtaken by a change not yet announced', () => {
     expect(v.status, v.text).toBe(200);
   });
 
+  it('decides again when the client changes between its read and the statement, and answers 503 to a client that keeps changing', async () => {
+    const fresh = await startTestApp({ CLIENT_CACHE: 'false' }, { db: app.db, databaseUrl: app.databaseUrl });
+    try {
+      const client = await makeClient(fresh);
+      const clients = fresh.services.clients;
+      const { authenticateClient: read, authenticateClientFast: readFast } = clients;
+      let changesLeft = 0;
+      // the client's row is written right after a read, as by an administrator at that very moment
+      const changeNow = async () => {
+        if (changesLeft-- > 0) await fresh.db.query('UPDATE clients SET client_name = $2 WHERE client_id = $1', [client.client_id, `Renamed ${changesLeft}`]);
+      };
+      clients.authenticateClient = async (...args: Parameters<typeof read>) => {
+        const record = await read(...args);
+        await changeNow();
+        return record;
+      };
+      clients.authenticateClientFast = async (...args: Parameters<typeof readFast>) => {
+        const checked = await readFast(...args);
+        await changeNow();
+        return checked;
+      };
+      try {
+        changesLeft = 1;
+        const once = await issue(client, undefined, fresh);
+        expect(once.status, once.text).toBe(200);
+        expect(claimsOf(once.body.token).client_name, 'issued on the record read again').toBe('Renamed 0');
+        const { token } = once.body;
+
+        changesLeft = 2;
+        const again = await fresh.http.post('/api/sso/validate', { ...creds(client), token });
+        expect(again.status, again.text).toBe(503);
+        expect(again.body.error).toBe('service_unavailable');
+        expect(again.headers['retry-after']).toBe('1');
+        changesLeft = 0;
+        expect((await fresh.http.post('/api/sso/validate', { ...creds(client), token })).status, 'the token was not used up').toBe(200);
+      } finally {
+        Object.assign(clients, { authenticateClient: read, authenticateClientFast: readFast });
+      }
+    } finally {
+      await fresh.stop();
+    }
+  });
+
   it('answers the replaced secret invalid_client even when the client is over its limit', async () => {
     const limited = await startTestApp({ RATE_LIMIT_TOKEN_PER_MIN: '3' }, { db: app.db, databaseUrl: app.databaseUrl });
     try {
