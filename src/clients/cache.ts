@@ -72,10 +72,15 @@ export function createClientCache(db: Pick<Db, 'listen'>) {
     ticket(): CacheTicket {
       return generation;
     },
-    /** Keeps a record read after `ticket`, if nothing was announced since and it may be kept. */
-    remember(client: ClientRecord | null, ticket: CacheTicket): void {
-      if (!client || !listening || ticket !== generation || client.previous_secret_hash) return;
-      records.set(client.client_id, client);
+    /**
+     * Keeps the record of `clientId` read after `ticket` (null: there is no such client), if
+     * nothing was announced since and it may be kept; a record it may not replace (none, or
+     * one in a secret's grace) is dropped, so an older one is not served in its place.
+     */
+    remember(clientId: string, client: ClientRecord | null, ticket: CacheTicket): void {
+      if (!listening || ticket !== generation) return;
+      if (!client || client.previous_secret_hash) records.delete(clientId);
+      else records.set(client.client_id, client);
     },
     /** Whether records are being kept (the database announces changes and is listened to), and how many are. */
     state: () => ({ listening, kept: records.size }),

@@ -62,11 +62,10 @@ export const requireAllowedIp: RequestHandler = (req, res, next) => {
  * but success is answered, so no refusal and no answer rests on a record a change has
  * overtaken. With the current record read: wrong credentials are 401 invalid_client, an
  * address off its allow list (`checkIp`) 403; a statement that found the client changed
- * (ClientChanged: it wrote nothing) or a refusal given on a record that was not the current
- * one is tried again on the current record, by `rest` (the steps after the allow list: the
- * limit and the handler) for the allow list's own refusal, else by `handler` alone (the
- * request was already counted by the limit, which is keyed by the client's id and so
- * decided the same on any record); any other refusal stands. A record read for this very
+ * (ClientChanged: it wrote nothing) is run again on the current record by `handler`; the
+ * allow list's refusal on an overtaken record by `rest` (the steps after the allow list: the
+ * limit and the handler); the handler's refusals that rest on the record (DECIDED_ON_RECORD)
+ * by `handler`; any other refusal stands. A record read for this very
  * request is decided again only when a statement found it overtaken (the client changed
  * between the read and the statement). A request is decided again once: a ClientChanged
  * after that (the client keeps changing) is a 503 with Retry-After.
@@ -89,12 +88,25 @@ export function onCurrentClient(
     res.locals.client = current;
     res.locals.clientConfirmed = true;
     if (options.checkIp && !callerAllowed(req, current)) throw ipNotAllowed(req);
-    const overtaken = err instanceof ClientChanged || current.version !== used.version;
-    if (!overtaken) return next(err);
-    const rerun = err instanceof AppError && err.code === 'ip_not_allowed' ? options.rest : [options.handler];
+    const overtaken = current.version !== used.version;
+    const code = err instanceof AppError ? err.code : undefined;
+    const rerun = err instanceof ClientChanged ? [options.handler]
+      : overtaken && code === 'ip_not_allowed' ? options.rest
+      : overtaken && code !== undefined && DECIDED_ON_RECORD.has(code) ? [options.handler]
+      : null;
+    if (!rerun) return next(err);
     runInOrder(rerun, req, res, (error) => next(error instanceof ClientChanged ? changedMeanwhile() : error));
   };
 }
+
+/**
+ * The handler's refusals that rest on the client record's fields (the callback URL) and are
+ * given before anything is written: the only ones run again when the record was overtaken.
+ * Every other refusal stands once the current record admits the caller: the limit's (keyed by
+ * the client's id, never by the record; a re-run would skip it), and the token's, which do not
+ * depend on the record and have already been audited.
+ */
+const DECIDED_ON_RECORD = new Set(['client_misconfigured']);
 
 /** Runs middleware one after another, handing an error (or the end) to `done`; one that answers ends it. */
 function runInOrder(steps: readonly RequestHandler[], req: Parameters<RequestHandler>[0], res: Parameters<RequestHandler>[1], done: (err?: unknown) => void): void {

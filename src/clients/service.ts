@@ -113,7 +113,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
   const currentClient = async (clientId: string): Promise<ClientRecord | null> => {
     const ticket = cache.ticket();
     const client = await credentialLookup.load(clientId);
-    cache.remember(client, ticket);
+    cache.remember(clientId, client, ticket);
     return client;
   };
   /** The client whose credentials these are, by its current record, or 401 invalid_client. */

@@ -14,6 +14,8 @@ export interface FastRoute {
   route: AnyRoute;
   /** The app-wide steps a request passes before any router, then the route's own chain. */
   steps: readonly Step[];
+  /** Where the route's own steps begin in `steps` (after the app-wide ones). */
+  routeStart: number;
 }
 
 /**
@@ -67,7 +69,7 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
     req.baseUrl = '';
     req.originalUrl = req.url;
     req.params = {};
-    runSteps(hot.steps, req, res, onError);
+    runSteps(hot.steps, hot.routeStart, req, res, onError);
     return true;
   }
 
@@ -105,16 +107,19 @@ function bornAs<T extends abstract new (...args: never[]) => object>(base: T, pr
 }
 
 /**
- * Runs `steps` as Express's router runs a route's layers: each step gets `next`; a step that
- * throws, passes an error to `next` or returns a rejected promise hands the error to the next
- * error step (four parameters), and the steps between are skipped, as error steps are while
- * there is none (node_modules/router/lib/layer.js, handleRequest and handleError); with no
- * error step left the error ends in `onError`. `next('route')` and `next('router')` leave
- * the route, as in Express, for the last step (the 404 that follows). Should the error
- * handler itself fail, the answer is a bare 500, or the connection is closed when the answer
- * had begun (Express's finalhandler does the same).
+ * Runs `steps` as Express's router runs the app's layers and then the route's: each step gets
+ * `next`; a step that throws, passes an error to `next` or returns a rejected promise hands
+ * the error to the route's next error step (exactly four parameters), and the steps between
+ * are skipped, as steps of more than three parameters are while there is no error
+ * (node_modules/router/lib/layer.js, handleRequest and handleError). An error raised before
+ * the route (`routeStart`) never enters it: a route does not match with a pending error
+ * (node_modules/router/index.js), so it ends in `onError`, as does an error no error step is
+ * left for. `next('route')` and `next('router')` leave the route, as in Express, for the last
+ * step (the 404 that follows). Should the error handler itself fail, the answer is a bare
+ * 500, or the connection is closed when the answer had begun (Express's finalhandler does
+ * the same).
  */
-function runSteps(steps: readonly Step[], req: Request, res: Response, onError: ErrorRequestHandler): void {
+function runSteps(steps: readonly Step[], routeStart: number, req: Request, res: Response, onError: ErrorRequestHandler): void {
   let i = 0;
   const fail = (err: unknown): void => {
     try {
@@ -137,9 +142,10 @@ function runSteps(steps: readonly Step[], req: Request, res: Response, onError: 
       i = steps.length - 1;
       err = undefined;
     }
+    if (err && i <= routeStart) return fail(err); // raised by an app-wide step: the route is not entered
     let step = steps[i++];
     // an error goes to the next error step; without one, the steps that handle errors are passed over
-    while (step && (step.length === 4) !== Boolean(err)) step = steps[i++];
+    while (step && (err ? step.length !== 4 : step.length > 3)) step = steps[i++];
     if (!step) return err ? fail(err) : undefined;
     try {
       settle(err ? (step as ErrorRequestHandler)(err, req, res, next) : (step as RequestHandler)(req, res, next));

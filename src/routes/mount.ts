@@ -109,6 +109,6 @@ export function mountRoutes(routes: readonly AnyRoute[], s: RouteServices): Moun
   return {
     sessionless,
     withSession,
-    hot: (appSteps) => hot.map(({ route, chain }) => ({ route, steps: [...appSteps, enterRoute(route), ...chain, apiNotFound] })),
+    hot: (appSteps) => hot.map(({ route, chain }) => ({ route, steps: [...appSteps, enterRoute(route), ...chain, apiNotFound], routeStart: appSteps.length })),
   };
 }

@@ -182,6 +182,9 @@ describe('a client record overtaken by a change not yet announced', () => {
       const client = await keptClient(limited);
       expect((await issue(client, undefined, limited)).status).toBe(200);
       expect((await issue(client, undefined, limited)).status, 'the limit holds').toBe(429);
+      await unannounced(limited, 'UPDATE clients SET client_name = $2 WHERE client_id = $1', [client.client_id, 'Renamed While Limited']);
+      const still = await issue(client, undefined, limited);
+      expect(still.status, `a change that leaves the credentials good does not lift the limit: ${still.text}`).toBe(429);
       await rotateSilently(client, limited);
       const r = await issue(client, undefined, limited);
       expect(r.status, r.text).toBe(401);
@@ -189,5 +192,18 @@ describe('a client record overtaken by a change not yet announced', () => {
     } finally {
       await limited.stop();
     }
+  });
+
+  it('drops a kept record once the current one is in a secret\'s grace, instead of serving the older one', async () => {
+    const client = await keptClient();
+    const kept = app.services.clients.credentialCache().kept;
+    const replacement = 'rotated-with-grace-0123456789abcdef0123456789';
+    await unannounced(app, `UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = now() + interval '1 minute',
+        secret_hash = $2, secret_last4 = right($3, 4) WHERE client_id = $1`,
+    [client.client_id, createHash('sha256').update(replacement).digest('hex'), replacement]);
+    const old = await issue(client);
+    expect(old.status, `the previous secret, in its grace: ${old.text}`).toBe(200);
+    expect(app.services.clients.credentialCache().kept, 'the overtaken record is no longer kept').toBe(kept - 1);
+    expect((await issue(client, replacement)).status).toBe(200);
   });
 });
