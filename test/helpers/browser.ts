@@ -102,10 +102,10 @@ export async function clickAndLoad(page: Page, target: Locator): Promise<void> {
 }
 
 /** Saves a full-page screenshot as test-results/<name>.png and returns its path. */
-export async function saveScreenshot(page: Page, name: string): Promise<string> {
+export async function saveScreenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
   await mkdir(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
   return file;
 }
 
