@@ -6,7 +6,8 @@ import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
-import { buildRedirectUrl, type SsoService } from '../sso/service.ts';
+import { callbackWithToken } from '../clients/callback.ts';
+import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
@@ -74,7 +75,7 @@ export async function sendToClient(
   // the token is in the URL: no cache may keep this answer, no Referer may carry it on
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Referrer-Policy', 'no-referrer');
-  res.redirect(303, buildRedirectUrl(client.callback_url, token, options.state));
+  res.redirect(303, callbackWithToken(client.callback_url, token, options.state));
 }
 
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */

@@ -111,7 +111,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       },
     });
     metrics.tokensIssued.inc({ flow: ctx.flow });
-    return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
+    return { token, redirect_url: callbackWithToken(client.callback_url, token), claims };
   }
 
   return {
@@ -144,7 +144,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         const claims = claimsFor(client, outcome.user, { username: outcome.user.username, ipAddress: tokenIp, now, jti });
         const token = signSsoToken(claims, signingKeys);
         metrics.tokensIssued.inc({ flow: 'server_to_server' });
-        return { token, redirect_url: buildRedirectUrl(client.callback_url, token), claims };
+        return { token, redirect_url: callbackWithToken(client.callback_url, token), claims };
       }
       const user = await users.byUsername(normalizeUsername(rawUsername));
       if (!user || !user.active) {
@@ -215,11 +215,6 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
 }
 
 export type SsoService = ReturnType<typeof createSsoService>;
-
-/** The client's callback with `token` (and `state`) added to its query; existing query kept. */
-export function buildRedirectUrl(callbackUrl: string, token: string, state?: string): string {
-  return callbackWithToken(callbackUrl, token, state);
-}
 
 /**
  * The user an SSO token names, for a client system's logout call: the signature, issuer
