@@ -69,7 +69,7 @@ export async function issueTokensByUsername(
   const { bind, values } = statementParams();
   const column = <T>(pick: (r: IssueByUsernameRequest) => T) => bind(requests.map(pick));
   const found = `SELECT r.n, r.jti, r.client_id, r.token_ip, r.ip_address, r.user_agent, r.audit_user_agent, r.asked, r.issued_at, r.expires_at,
-         (r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false)) AS current,
+         ${CLIENT_IS_CURRENT} AS current,
          u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active
        FROM unnest(${column((r) => r.jti)}::uuid[], ${column((r) => r.username)}::text[], ${column((r) => r.username.slice(0, 200))}::text[],
          ${column((r) => r.clientId)}::text[], ${column((r) => r.tokenIp)}::text[], ${column((r) => r.ipAddress)}::text[],
@@ -142,6 +142,13 @@ export interface ConsumeRequest {
 export const CLIENT_CHANGED = 'client_changed';
 
 /**
+ * Whether a request's client row (`c`, joined by client_id) still has the version the caller
+ * was authenticated with (`r.client_version`; null: not checked). Every hot statement that
+ * writes for a client selects it as `current` and writes nothing where it is false.
+ */
+const CLIENT_IS_CURRENT = '(r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false))';
+
+/**
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
  * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
  * only by the client it was issued for, only while unused, not invalidated, unexpired and
@@ -160,7 +167,7 @@ export const CLIENT_CHANGED = 'client_changed';
 export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null | typeof CLIENT_CHANGED>> {
   const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; expires_at: Date }>(
     `WITH req AS (
-       SELECT r.*, (r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false)) AS current
+       SELECT r.*, ${CLIENT_IS_CURRENT} AS current
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
          WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, client_version, n)
        LEFT JOIN clients c ON c.client_id = r.client_id
