@@ -80,7 +80,10 @@ export function createClientCache(db: Pick<Db, 'listen'>) {
     remember(clientId: string, client: ClientRecord | null, ticket: CacheTicket): void {
       if (!listening || ticket !== generation) return;
       if (!client || client.previous_secret_hash) records.delete(clientId);
-      else records.set(client.client_id, client);
+      else {
+        Object.freeze(client.allowed_ips); // shared by every request it serves, and its allow-list answers are kept by the array (allowlist.ts)
+        records.set(client.client_id, client);
+      }
     },
     /** Whether records are being kept (the database announces changes and is listened to), and how many are. */
     state: () => ({ listening, kept: records.size }),

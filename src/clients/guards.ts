@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../http/errors.ts';
-import { clientIp, normalizeIp } from '../http/client-ip.ts';
+import { clientIp } from '../http/client-ip.ts';
 import { ClientChanged, type ClientRecord } from './client.ts';
 import type { ClientService } from './service.ts';
 import { isIpAllowed } from './allowlist.ts';
@@ -40,7 +40,7 @@ export function authenticateClient(clients: ClientService, options: { kept?: boo
 
 /** Whether the caller's address is on the client's allow list. */
 function callerAllowed(req: Parameters<RequestHandler>[0], client: ClientRecord): boolean {
-  return isIpAllowed(normalizeIp(clientIp(req)), client.allowed_ips);
+  return isIpAllowed(clientIp(req), client.allowed_ips); // clientIp is normalized
 }
 
 function ipNotAllowed(req: Parameters<RequestHandler>[0]): AppError {

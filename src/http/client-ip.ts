@@ -11,7 +11,23 @@ const CLIENT_IP = Symbol('clientIp');
 export function clientIp(req: Request): string {
   // asked several times per request (allow list, rate limit, audit): Express resolves req.ip anew each time
   const resolved = req as Request & { [CLIENT_IP]?: string };
-  return (resolved[CLIENT_IP] ??= normalizeIp(req.ip ?? req.socket.remoteAddress ?? ''));
+  return (resolved[CLIENT_IP] ??= canonicalAddress(req.ip ?? req.socket.remoteAddress ?? ''));
+}
+
+/**
+ * normalizeIp for callers' addresses, remembered: a service hears from few distinct
+ * addresses, and parsing one costs more than the rest of the allow-list check. Bounded; past
+ * the bound (many callers) it starts again.
+ */
+const canonical = new Map<string, string>();
+function canonicalAddress(raw: string): string {
+  let text = canonical.get(raw);
+  if (text === undefined) {
+    text = normalizeIp(raw);
+    if (canonical.size >= 10_000) canonical.clear();
+    canonical.set(raw, text);
+  }
+  return text;
 }
 
 /** Canonical text of an address (IPv4-mapped folded); the input unchanged when it is not one. */

@@ -31,4 +31,20 @@ describe('allow-list entries (pure logic)', () => {
     expect(isIpAllowed('garbage', list)).toBe(false);
     expect(isIpAllowed('10.0.0.1', [])).toBe(false);
   });
+
+  it('answers each list for itself, however many times and callers it is asked about (its answers are remembered)', () => {
+    const narrow = ['10.0.0.0/24'];
+    const wide = ['10.0.0.0/16'];
+    const sameEntries = ['10.0.0.0/24'];
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 2500; i++) { // past the bound of remembered answers per list
+        const ip = `10.0.${i % 10}.${i % 250}`;
+        expect(isIpAllowed(ip, narrow), ip).toBe(i % 10 === 0);
+        expect(isIpAllowed(ip, wide), ip).toBe(true);
+        expect(isIpAllowed(ip, sameEntries), ip).toBe(i % 10 === 0);
+      }
+    }
+    expect(isIpAllowed('10.0.1.1', narrow)).toBe(false);
+    expect(isIpAllowed('10.0.1.1', wide)).toBe(true);
+  });
 });
