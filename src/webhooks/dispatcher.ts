@@ -13,6 +13,19 @@ import { failureFields } from '../http/unavailable.ts';
 /** How long a finished attempt waits for others to be recorded with it. */
 const RECORD_WAIT_MS = 10;
 
+/**
+ * Attempts answered but not yet recorded, at most, per slot: past that (a slow database), an
+ * answered attempt keeps its slot until it is recorded, so the dispatcher slows down with
+ * the database instead of holding ever more outcomes in memory.
+ *
+ * Why slots are freed before recording: recording waits RECORD_WAIT_MS for company and then
+ * for its statement, together longer than a loopback attempt itself. When a slot was held
+ * until then, 64 slots capped delivery near 2,500 a second on a 2-core machine, below the
+ * rate token issue reached, and user.login deliveries queued for seconds behind each other
+ * (docs/performance.md, "Webhook latency").
+ */
+const UNRECORDED_PER_SLOT = 4;
+
 /** A background worker of the service: `stop` lets the current attempts finish. */
 export interface Worker {
   stop(): Promise<void>;
@@ -39,7 +52,11 @@ export interface DispatcherOptions {
   outbox: EventOutbox;
   /** How often due deliveries are looked for when nothing woke us (other instances' events, retries after a restart). */
   pollMs?: number;
-  /** Attempts in flight at once, so one slow receiver does not hold up the others. */
+  /**
+   * Attempts in flight at once, so one slow receiver does not hold up the others. A slot is
+   * held while the request is on its way; recording its outcome does not hold one (see
+   * MAX_UNRECORDED).
+   */
   concurrency?: number;
   lookup?: Lookup;
   /** Counts attempts by outcome for /metrics (the Prometheus counter, or a thread's relay of it). */
@@ -70,7 +87,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    * attempt that finds nothing.
    */
   let backlog = false;
-  const inFlight = new Set<Promise<void>>();
+  /** Slots taken: attempts under way, and answered ones waiting for their record when too many wait. */
+  let busy = 0;
+  /** Every attempt not yet finished (sent and recorded): what stop() waits for. */
+  const attempts = new Set<Promise<void>>();
+  /** Attempts answered and waiting for their record. */
+  let unrecorded = 0;
+  const maxUnrecorded = concurrency * UNRECORDED_PER_SLOT;
   /** Deliveries handed over by the transaction that wrote them, waiting for a free slot. */
   const handed: ClaimedDelivery[] = [];
   // Attempts that finish within a few milliseconds of each other are recorded in one
@@ -92,8 +115,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     try {
       for (;;) {
         again = false;
-        while (handed.length > 0 && inFlight.size < concurrency && !stopped) begin(handed.shift()!);
-        const free = concurrency - inFlight.size;
+        while (handed.length > 0 && busy < concurrency && !stopped) begin(handed.shift()!);
+        const free = concurrency - busy;
         if (stopped) break;
         if (free <= 0) {
           backlog = true;
@@ -113,17 +136,26 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   }
 
   /**
-   * Makes the attempt we hold the lease for. A finished attempt frees a slot for the next:
-   * one handed over and waiting, or, when there may be a backlog, one claimed from the table.
+   * Makes the attempt we hold the lease for. An answered attempt frees its slot for the next
+   * (one handed over and waiting, or, when there may be a backlog, one claimed from the
+   * table) while its outcome is recorded.
    */
   function begin(delivery: ClaimedDelivery): void {
-    const running = attempt(delivery).finally(() => {
-      inFlight.delete(running);
+    busy++;
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      busy--;
       if (stopped) return;
       if (handed.length > 0) begin(handed.shift()!);
       else if (backlog) void pump();
+    };
+    const running = attempt(delivery, free).finally(() => {
+      attempts.delete(running);
+      free();
     });
-    inFlight.add(running);
+    attempts.add(running);
   }
 
   /**
@@ -134,7 +166,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   function take(deliveries: readonly ClaimedDelivery[]): void {
     if (stopped) return; // their leases run out and they are claimed again
     for (const delivery of deliveries) {
-      if (inFlight.size < concurrency && handed.length === 0) begin(delivery);
+      if (busy < concurrency && handed.length === 0) begin(delivery);
       else handed.push(delivery);
     }
   }
@@ -163,8 +195,19 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     }
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  /** Sends, then records the outcome; `answered` is called once the receiver's answer is in, unless too many wait to be recorded. */
+  async function attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
     const outcome = await send(delivery);
+    unrecorded++;
+    if (unrecorded <= maxUnrecorded) answered();
+    try {
+      await recordOutcome(delivery, outcome);
+    } finally {
+      unrecorded--;
+    }
+  }
+
+  async function recordOutcome(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
     const gone = outcome.statusCode === 410;
     const retry = !outcome.ok && !gone && hasRetriesLeft(delivery.attempts);
     const retryInMs = retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null;
@@ -226,8 +269,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       for (const t of retryTimers) clearTimeout(t);
       retryTimers.clear();
       // In-flight attempts finish and are recorded; nothing new is claimed.
-      while (inFlight.size > 0 || pumping) {
-        await Promise.allSettled([...inFlight]);
+      while (attempts.size > 0 || pumping) {
+        await Promise.allSettled([...attempts]);
         if (pumping) await new Promise((r) => setTimeout(r, 5));
       }
       // Handed over but not begun: give them back, so they go out at once after a restart

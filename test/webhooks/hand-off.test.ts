@@ -104,6 +104,76 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     }
   });
 
+  /** The test database, where recording attempts waits until `open()`. */
+  function recordingHeld(): { db: Db; open: () => void; held: () => number } {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let held = 0;
+    const db = new Proxy(t.db, {
+      get(target, prop) {
+        if (prop === 'query') {
+          return async (sql: string, ...rest: [unknown[]?, QueryOptions?]) => {
+            if (sql.includes('INSERT INTO webhook_attempts')) {
+              held++;
+              await gate;
+            }
+            return target.query(sql, ...rest);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    return { db, open, held: () => held };
+  }
+
+  it('an answered attempt frees its slot while its outcome is recorded, and stop waits for the records', async () => {
+    const receiver = await startReceiver();
+    const outbox = createOutbox();
+    const { db, open, held } = recordingHeld();
+    const dispatcher = startDispatcher({ db, config, logger, outbox, pollMs: NEVER, concurrency: 1 });
+    let stopped = false;
+    try {
+      const webhookId = await webhookFor(receiver.url);
+      await issue(outbox, 3);
+      // one slot, no record written yet: each delivery went out once the one before was answered
+      await receiver.waitFor(() => receiver.received.length === 3);
+      await eventually(async () => held() > 0);
+      expect((await deliveries(webhookId)).every((d) => d.status === 'pending' && d.leased), 'none recorded yet').toBeTruthy();
+      const stopping = dispatcher.stop().then(() => (stopped = true));
+      await sleep(100);
+      expect(stopped, 'stop waits for the outcomes to be recorded').toBe(false);
+      open();
+      await stopping;
+      expect((await deliveries(webhookId)).map((d) => [d.status, d.attempts, d.leased])).toStrictEqual(Array(3).fill(['succeeded', 1, false]));
+    } finally {
+      open();
+      await dispatcher.stop();
+      await receiver.close();
+    }
+  });
+
+  it('past four unrecorded attempts per slot, an answered attempt keeps its slot until it is recorded', async () => {
+    const receiver = await startReceiver();
+    const outbox = createOutbox();
+    const { db, open } = recordingHeld();
+    const dispatcher = startDispatcher({ db, config, logger, outbox, pollMs: NEVER, concurrency: 1 });
+    try {
+      const webhookId = await webhookFor(receiver.url);
+      await issue(outbox, 6);
+      await receiver.waitFor(() => receiver.received.length === 5);
+      await sleep(200);
+      expect(receiver.received.length, 'the fifth answered attempt holds the only slot while four wait to be recorded').toBe(5);
+      open();
+      await receiver.waitFor(() => receiver.received.length === 6);
+      await eventually(async () => (await deliveries(webhookId)).every((d) => d.status === 'succeeded' && d.attempts === 1));
+    } finally {
+      open();
+      await dispatcher.stop();
+      await receiver.close();
+    }
+  });
+
   it('with more due in the table than free slots, finished attempts claim the rest', async () => {
     const receiver = await startReceiver(async () => {
       await sleep(50);
