@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { couldBeAddress, ownCopy } from '../http/client-ip.ts';
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
@@ -109,8 +110,9 @@ export function isIpAllowed(ip: string, entries: readonly string[]): boolean {
   let allowed = known.get(ip);
   if (allowed === undefined) {
     allowed = matchesAny(ip, entries);
+    if (!couldBeAddress(ip)) return allowed; // never an address: nothing to remember
     if (known.size >= VERDICTS_PER_LIST) known.clear(); // many callers: answers are worked out again
-    known.set(ip, allowed);
+    known.set(ownCopy(ip), allowed); // a copy: `ip` may be a piece of a large header
   }
   return allowed;
 }

@@ -17,17 +17,34 @@ export function clientIp(req: Request): string {
 /**
  * normalizeIp for callers' addresses, remembered: a service hears from few distinct
  * addresses, and parsing one costs more than the rest of the allow-list check. Bounded; past
- * the bound (many callers) it starts again.
+ * the bound (many callers) it starts again. Only what could be an address is remembered, and
+ * as a copy of its own: an X-Forwarded-For hop is a piece of the header, and a piece of a
+ * string keeps the whole string alive (up to 16 KB a header).
  */
 const canonical = new Map<string, string>();
 function canonicalAddress(raw: string): string {
   let text = canonical.get(raw);
   if (text === undefined) {
-    text = normalizeIp(raw);
+    if (!couldBeAddress(raw)) return normalizeIp(raw);
+    const key = ownCopy(raw);
+    text = normalizeIp(key);
     if (canonical.size >= 10_000) canonical.clear();
-    canonical.set(raw, text);
+    canonical.set(key, text);
   }
   return text;
+}
+
+/** The longest text of an IP address (IPv6 with an IPv4 tail); longer is never remembered. */
+const LONGEST_ADDRESS = 45;
+
+/** Whether a string is short enough to be an address, and so to be remembered. */
+export function couldBeAddress(text: string): boolean {
+  return text.length <= LONGEST_ADDRESS;
+}
+
+/** A copy of `text` that shares no memory with the string it was cut from. */
+export function ownCopy(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
 }
 
 /** Canonical text of an address (IPv4-mapped folded); the input unchanged when it is not one. */

@@ -55,7 +55,7 @@ export interface DispatcherOptions {
   /**
    * Attempts in flight at once, so one slow receiver does not hold up the others. A slot is
    * held while the request is on its way; recording its outcome does not hold one (see
-   * MAX_UNRECORDED).
+   * UNRECORDED_PER_SLOT).
    */
   concurrency?: number;
   lookup?: Lookup;
@@ -124,7 +124,11 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         }
         const claimed = await claimDueDeliveries(db, free, leaseMs);
         backlog = claimed.length === free;
-        for (const delivery of claimed) begin(delivery);
+        // slots taken by hand-offs during the claim: the rest wait their turn
+        for (const delivery of claimed) {
+          if (busy < concurrency) begin(delivery);
+          else handed.push(delivery);
+        }
         if (claimed.length < free && !again) break;
       }
     } catch (err) {
