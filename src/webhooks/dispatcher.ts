@@ -20,9 +20,9 @@ const RECORD_WAIT_MS = 10;
  *
  * Why slots are freed before recording: recording waits RECORD_WAIT_MS for company and then
  * for its statement, together longer than a loopback attempt itself. When a slot was held
- * until then, 64 slots capped delivery near 2,500 a second on a 2-core machine, below the
- * rate token issue reached, and user.login deliveries queued for seconds behind each other
- * (docs/performance.md, "Webhook latency").
+ * until then, 64 slots capped delivery near 3,500 a second on a quiet 2-core machine, and
+ * lower when PostgreSQL was slow: below the rate token issue reached, and user.login
+ * deliveries queued for seconds behind each other (docs/performance.md, "Webhook latency").
  */
 const UNRECORDED_PER_SLOT = 4;
 
@@ -125,10 +125,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         const claimed = await claimDueDeliveries(db, free, leaseMs);
         backlog = claimed.length === free;
         // slots taken by hand-offs during the claim: the rest wait their turn
-        for (const delivery of claimed) {
-          if (busy < concurrency) begin(delivery);
-          else handed.push(delivery);
-        }
+        for (const delivery of claimed) offer(delivery);
         if (claimed.length < free && !again) break;
       }
     } catch (err) {
@@ -169,10 +166,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    */
   function take(deliveries: readonly ClaimedDelivery[]): void {
     if (stopped) return; // their leases run out and they are claimed again
-    for (const delivery of deliveries) {
-      if (busy < concurrency && handed.length === 0) begin(delivery);
-      else handed.push(delivery);
-    }
+    for (const delivery of deliveries) offer(delivery);
+  }
+
+  /** Begins a delivery we hold the lease for when a slot is free and none waits before it; otherwise it waits its turn. */
+  function offer(delivery: ClaimedDelivery): void {
+    if (busy < concurrency && handed.length === 0) begin(delivery);
+    else handed.push(delivery);
   }
 
   async function send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
