@@ -1,14 +1,18 @@
 /**
  * npm run bench: the hot paths beside what this machine can do, measured in one run.
  *
- * Three processes serve side by side: the service (src/server.ts, on a fresh PostgreSQL
- * database), a bare Express JSON handler (bench/ceiling.ts: what Express itself costs) and the
+ * Three processes serve side by side: the service as it is deployed (compiled by `npm run
+ * build`, dist/server.js under plain node; BENCH_FROM_SOURCE=1 runs src/server.ts through tsx),
+ * on a fresh PostgreSQL database, a bare Express JSON handler (bench/ceiling.ts: what Express itself costs) and the
  * plain node:http + pg single-use validation (bench/limit.ts: the practical limit of the
  * validation design). In rounds (BENCH_ROUNDS, default 2) autocannon drives, at 50 connections
  * (BENCH_CONNECTIONS) for BENCH_SECONDS (default 10) each: the ceiling, the limit, token issue,
  * then validation of exactly the tokens that round issued. For every run it prints req/s,
  * latency and the serving process's CPU time per request (from /proc/PID/stat: user + system,
- * every thread), the steadiest figure on a busy machine. Then logins at bcrypt cost 12 against
+ * every thread), the steadiest figure on a busy machine, beside the CPU time per request of
+ * every local PostgreSQL process (`db`) and of this process, the load generator (`load`):
+ * the machine's two cores are shared by all three, so what one request costs all together
+ * bounds the throughput. Then logins at bcrypt cost 12 against
  * raw bcrypt.compare at the same cost and the same number in flight, with /healthz asked every
  * 10 ms (BENCH_PROBE_EVERY_MS) during the login storm (BENCH_LOGIN_SECONDS, default 20, each). The goals are ratios of
  * figures taken in the same run.
@@ -17,11 +21,12 @@
  * benchmark creates and drops its own database there.
  */
 import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import bcrypt from 'bcrypt';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, NODE_FLAGS, postJson as post, probeLatencies, SERVICE_ROOT, startProcess as start, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, NODE_FLAGS, postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, startProcess as start, stopProcess,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -45,6 +50,10 @@ interface Figures {
   run: string;
   'req/s': number;
   'cpu µs/req': number;
+  /** Every local PostgreSQL process's CPU time per answer (NaN: none seen). */
+  'db µs/req': number;
+  /** This process's (autocannon's) CPU time per answer. */
+  'load µs/req': number;
   p50_ms: number;
   p99_ms: number;
   non2xx: number;
@@ -61,6 +70,8 @@ async function measure(run: string, pid: number, options: autocannon.Options, on
   let last = 0;
   const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
   const cpuBefore = cpuMicros(pid);
+  const dbBefore = databaseCpuMicros();
+  const loadBefore = process.cpuUsage();
   const started = performance.now();
   const r = await autocannon({
     ...options,
@@ -73,10 +84,15 @@ async function measure(run: string, pid: number, options: autocannon.Options, on
     }],
   } as autocannon.Options);
   const cpu = cpuMicros(pid) - cpuBefore;
+  const db = databaseCpuSince(dbBefore);
+  const load = process.cpuUsage(loadBefore);
+  const perAnswer = (micros: number) => Math.round(micros / Math.max(1, r.requests.total));
   return {
     run,
     'req/s': Math.round(r.requests.total / ((last - started) / 1000)),
-    'cpu µs/req': Math.round(cpu / Math.max(1, r.requests.total)),
+    'cpu µs/req': perAnswer(cpu),
+    'db µs/req': perAnswer(db),
+    'load µs/req': perAnswer(load.user + load.system),
     p50_ms: r.latency.p50,
     p99_ms: r.latency.p99,
     non2xx: r.non2xx,
@@ -112,8 +128,9 @@ async function main() {
   const db = await benchDatabase(adminUrl, 'auth_bench');
   const children: ChildProcess[] = [];
   try {
-    const service = await start('src/server.ts', benchServiceEnv(db.url), '/readyz', SERVICE_ROOT);
-    if (process.env.BENCH_SERVICE_ROOT) console.log(`service from ${SERVICE_ROOT}`);
+    const entry = serviceEntry();
+    const service = await start(entry, benchServiceEnv(db.url), '/readyz', SERVICE_ROOT);
+    console.log(`service: ${path.join(SERVICE_ROOT, entry)}`);
     console.log(`node options of every process: ${NODE_FLAGS.join(' ') || '(none)'}`);
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;

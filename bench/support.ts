@@ -1,7 +1,7 @@
 /** What the benchmarks share: a database of their own, the service as a process, the CLI. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,14 +40,17 @@ export function startFlags(script: string): string[] {
 }
 
 /**
- * Starts a TypeScript entry point as its own process, with NODE_FLAGS, and waits (30 s at most)
- * until GET `probe` answers. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile
- * there when it exits.
+ * Starts an entry point as its own process, with NODE_FLAGS, and waits (30 s at most) until
+ * GET `probe` answers: TypeScript through tsx, JavaScript (the compiled service) with plain
+ * node. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits;
+ * with BENCH_CHILD_STDOUT=1 its standard output is shown (with BENCH_NODE_FLAGS=--trace-gc-nvp,
+ * V8's account of every collection: docs/performance.md, "Garbage that stayed").
  */
 export async function startProcess(file: string, env: Record<string, string>, probe: string, cwd = ROOT): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...profile, '--import', 'tsx', file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const loader = file.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...profile, ...loader, file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit'] });
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;
@@ -57,6 +60,19 @@ export async function startProcess(file: string, env: Record<string, string>, pr
   }
   child.kill('SIGTERM');
   throw new Error(exited === null ? `${file} did not start within 30 s` : `${file} exited ${exited}`);
+}
+
+/**
+ * The service's entry point as it is deployed: `npm run build` (tsc) in SERVICE_ROOT, then
+ * dist/server.js, run by plain node, as `npm start` runs it in production (scripts/launch.mjs)
+ * and the Docker image does. Under tsx the same code costs more: esbuild's keepNames wraps
+ * every function made per request in a `__name` call, among others. BENCH_FROM_SOURCE=1 runs
+ * src/server.ts through tsx instead (what `npm start` does outside production before a build).
+ */
+export function serviceEntry(): string {
+  if (process.env.BENCH_FROM_SOURCE === '1') return 'src/server.ts';
+  execFileSync(process.execPath, [path.join(SERVICE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: SERVICE_ROOT, stdio: 'inherit' });
+  return 'dist/server.js';
 }
 
 /**
@@ -121,6 +137,41 @@ export function cpuMicros(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state); utime and stime are fields 14 and 15
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+
+/**
+ * CPU time used so far by each local PostgreSQL process (their name is `postgres`), in
+ * microseconds by pid: the database's share of a request, for telling where a run's CPU goes.
+ * Empty when none can be seen (a server on another machine or in a container).
+ */
+export function databaseCpuMicros(): Map<number, number> {
+  const byPid = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byPid.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+  }
+  return byPid;
+}
+
+/**
+ * The CPU time PostgreSQL used between two readings of databaseCpuMicros: every process
+ * alive at the second (one started since counts in full); one that ended meanwhile is left
+ * out. NaN when no PostgreSQL process could be seen.
+ */
+export function databaseCpuSince(before: Map<number, number>): number {
+  const after = databaseCpuMicros();
+  if (after.size === 0) return Number.NaN;
+  let used = 0;
+  for (const [pid, micros] of after) used += micros - (before.get(pid) ?? 0);
+  return used;
 }
 
 /**
