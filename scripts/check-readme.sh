@@ -17,7 +17,8 @@ service_pid=""
 
 cleanup() {
   if [ -n "$service_pid" ] && kill -0 "$service_pid" 2>/dev/null; then
-    kill -TERM "$service_pid" 2>/dev/null || true
+    # the whole process group: npm does not always pass the signal on to the server it started
+    kill -TERM -- "-$service_pid" 2>/dev/null || kill -TERM "$service_pid" 2>/dev/null || true
     wait "$service_pid" 2>/dev/null || true
   fi
   rm -rf "$work"
@@ -54,7 +55,8 @@ NODE
 
 cd "$work"
 echo "readme-check: starting the service (npm start) in $work on port $port" >&2
-PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn npm start > service.log 2>&1 &
+# in a process group of its own (setsid), so that cleanup stops npm and the server under it
+PORT="$port" HOST=127.0.0.1 LOG_LEVEL=warn setsid npm start > service.log 2>&1 &
 service_pid=$!
 for _ in $(seq 1 240); do
   curl -sf "http://127.0.0.1:$port/readyz" > /dev/null 2>&1 && break
