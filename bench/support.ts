@@ -46,11 +46,14 @@ export function startFlags(script: string): string[] {
  * with BENCH_CHILD_STDOUT=1 its standard output is shown (with BENCH_NODE_FLAGS=--trace-gc-nvp,
  * V8's account of every collection: docs/performance.md, "Garbage that stayed").
  */
-export async function startProcess(file: string, env: Record<string, string>, probe: string, cwd = ROOT): Promise<{ child: ChildProcess; port: number }> {
+export async function startProcess(
+  file: string, env: Record<string, string>, probe: string, cwd = ROOT, options: { nodeFlags?: readonly string[]; stdout?: 'pipe' } = {},
+): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const loader = file.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...profile, ...loader, file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit'] });
+  const stdout = options.stdout ?? (process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore');
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...(options.nodeFlags ?? []), ...profile, ...loader, file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] });
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;

@@ -1,0 +1,133 @@
+/**
+ * npm run bench:gc: how much of what the service allocates on its hot routes outlives a
+ * young-generation collection, beside the limit (bench/limit.ts) in the same run.
+ *
+ * A request's objects should die young; when garbage already promoted keeps later objects
+ * alive (docs/performance.md, "Garbage that stayed"), a large share of every young collection
+ * is copied and promoted, and collecting takes a good part of the main thread. Each process
+ * runs with V8's --trace-gc-nvp (one line per collection: bytes allocated since the last,
+ * promoted, copied within the young generation, pause) on top of the node options `npm start`
+ * gives the service; autocannon drives each route at 50 connections (BENCH_CONNECTIONS) for
+ * BENCH_SECONDS (default 5), and the lines written meanwhile are added up:
+ *
+ * - the service (as deployed, dist/): token issue, validation of each token just issued, and
+ *   validation refused 401 for a wrong secret (no database, the most requests a second);
+ * - the limit: single-use validation with plain node:http and pg.
+ *
+ * DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
+ */
+import type { ChildProcess } from 'node:child_process';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson, SERVICE_ROOT, serviceEntry, startProcess, stopProcess } from './support.ts';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const GC_FLAGS = ['--trace-gc-nvp'];
+
+/** Sums the collections a process reports on its standard output while `run` runs. */
+async function collections(child: ChildProcess, run: () => Promise<{ requests: number; seconds: number }>) {
+  const totals = { collections: 0, allocated: 0, promoted: 0, copied: 0, pauseMs: 0 };
+  let pending = '';
+  const onData = (chunk: Buffer) => {
+    const lines = (pending + chunk.toString('utf8')).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes(' gc=')) continue;
+      const field = (name: string) => Number(new RegExp(`\\b${name}=([0-9.]+)`).exec(line)?.[1] ?? 0);
+      totals.collections++;
+      totals.allocated += field('allocated');
+      totals.promoted += field('promoted');
+      totals.copied += field('new_space_survived');
+      totals.pauseMs += field('pause');
+    }
+  };
+  child.stdout!.on('data', onData);
+  const { requests, seconds } = await run();
+  await new Promise((r) => setTimeout(r, 100)); // the last lines
+  child.stdout!.off('data', onData);
+  const perRequest = (bytes: number) => Math.round(bytes / Math.max(1, requests));
+  return {
+    'req/s': Math.round(requests / seconds),
+    'allocated B/req': perRequest(totals.allocated),
+    'copied B/req': perRequest(totals.copied),
+    'promoted B/req': perRequest(totals.promoted),
+    'promoted share': `${((100 * totals.promoted) / Math.max(1, totals.allocated)).toFixed(1)}%`,
+    'GC pause µs/req': Math.round((totals.pauseMs * 1000) / Math.max(1, requests)),
+    collections: totals.collections,
+  };
+}
+
+/** Drives `url` for DURATION seconds (or `amount` requests): how many were answered, in how long. */
+async function drive(url: string, options: Partial<autocannon.Options>): Promise<{ requests: number; seconds: number }> {
+  const started = performance.now();
+  let last = started;
+  const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
+  const r = await autocannon({
+    url, method: 'POST', headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration: DURATION, ...options,
+    requests: [{
+      ...base,
+      onResponse: (status: number, body: string) => {
+        last = performance.now();
+        (base as { onResponse?: (s: number, b: string) => void }).onResponse?.(status, body);
+      },
+    }],
+  } as autocannon.Options);
+  return { requests: r.requests.total, seconds: (last - started) / 1000 };
+}
+
+async function main() {
+  const db = await benchDatabase(process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL, 'auth_bench_gc');
+  const children: ChildProcess[] = [];
+  try {
+    const service = await startProcess(serviceEntry(), benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: GC_FLAGS, stdout: 'pipe' });
+    children.push(service.child);
+    const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+    adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    const base = `http://127.0.0.1:${service.port}`;
+    const probe = await postJson(`${base}/api/sso/token`, { ...creds, username: 'bench' });
+    if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
+
+    const rows: Record<string, unknown> = {};
+    const tokens: string[] = [];
+    rows['service: POST /api/sso/token'] = await collections(service.child, () => drive(`${base}/api/sso/token`, {
+      body: JSON.stringify({ ...creds, username: 'bench' }),
+      requests: [{ onResponse: (status: number, body: string) => { if (status === 200) tokens.push(JSON.parse(body).token); } }],
+    } as Partial<autocannon.Options>));
+    let next = 0;
+    rows['service: POST /api/sso/validate'] = await collections(service.child, () => drive(`${base}/api/sso/validate`, {
+      amount: tokens.length, // each token issued above, validated once
+      requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
+    } as Partial<autocannon.Options>));
+    rows['service: validate, wrong secret (401)'] = await collections(service.child, () => drive(`${base}/api/sso/validate`, {
+      body: JSON.stringify({ ...creds, client_secret: 'x'.repeat(40), token: probe.token }),
+    }));
+
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    const jtis = (await sql.query<{ jti: string }>(
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
+       FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
+      [client.client_id, 30_000 * DURATION],
+    )).rows.map((r) => r.jti);
+    await sql.end();
+    const limit = await startProcess('bench/limit.ts', { DATABASE_URL: db.url }, '/healthz', undefined, { nodeFlags: GC_FLAGS, stdout: 'pipe' });
+    children.push(limit.child);
+    let nextJti = 0;
+    rows['limit: node:http + pg validate'] = await collections(limit.child, () => drive(`http://127.0.0.1:${limit.port}/validate`, {
+      requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: jtis[nextJti++] }) }) }],
+    } as Partial<autocannon.Options>));
+    console.table(rows);
+    console.log('A request whose objects die young promotes next to nothing; a promoted share of more than a few per cent means garbage is keeping garbage alive.');
+  } finally {
+    await Promise.all(children.map(stopProcess));
+    await db.drop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
