@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { whenResponseDone } from './response-done.ts';
 
 /**
  * Lets an HTTP server stop without losing a request: once `close` is called the listening
@@ -8,22 +9,22 @@ import type http from 'node:http';
  * `close` resolves once the last in-flight request has been answered, or after `timeoutMs`,
  * when whatever is left is cut off.
  */
-export function gracefulCloser(server: http.Server): { close(timeoutMs: number): Promise<void> } {
+export function gracefulCloser(server: http.Server): { close(timeoutMs: number): Promise<void>; inFlight(): number } {
   const inFlight = new InFlight();
   let closing = false;
   const markLast = (res: http.ServerResponse) => {
     if (!res.headersSent) res.setHeader('Connection', 'close');
   };
   // Prepended so it runs before the application answers.
-  server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+  server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (closing) markLast(res);
     inFlight.add(res);
-    // 'close' alone: a response emits it once, after 'finish' when it was sent and alone when
-    // the connection went first (src/logging/request-log.ts listens the same way).
-    res.once('close', () => inFlight.delete(res));
+    whenResponseDone(req, res, () => inFlight.delete(res));
   });
 
   return {
+    /** How many requests are being answered. */
+    inFlight: () => inFlight.size,
     async close(timeoutMs) {
       closing = true;
       inFlight.forEach(markLast);
@@ -61,14 +62,17 @@ type Linked = http.ServerResponse & { [NEXT]?: Linked | null; [PREV]?: Linked | 
  * a seventh of the main thread (docs/performance.md, "Garbage that stayed"). A list through
  * the responses allocates nothing and leaves nothing behind.
  */
-class InFlight {
+export class InFlight {
   private head: Linked | null = null;
+  /** How many responses are in the list. */
+  size = 0;
 
   add(res: Linked): void {
     res[PREV] = null;
     res[NEXT] = this.head;
     if (this.head) this.head[PREV] = res;
     this.head = res;
+    this.size++;
   }
 
   delete(res: Linked): void {
@@ -80,6 +84,7 @@ class InFlight {
     if (next) next[PREV] = prev;
     res[NEXT] = undefined;
     res[PREV] = undefined;
+    this.size--;
   }
 
   forEach(visit: (res: http.ServerResponse) => void): void {

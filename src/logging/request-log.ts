@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { whenResponseDone } from '../http/response-done.ts';
 
 /** An incoming X-Request-Id we are willing to reuse: short, printable, no separators to inject. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -77,9 +78,7 @@ export function requestLogger(logger: Logger): RequestHandler {
     request.id = id;
     res.setHeader('X-Request-Id', id);
     const start = performance.now();
-    // 'close' alone: a response emits it once, after 'finish' when it was sent and alone when
-    // the connection went first, so one listener sees both (two cost every request twice).
-    res.once('close', () => {
+    whenResponseDone(req, res, () => {
       const level = levelFor(request, res);
       if (!logger.isLevelEnabled(level)) return;
       const message = res.writableEnded ? `${req.method} ${res.statusCode}` : `${req.method} aborted before the answer`;

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import { route } from '../routes/declare.ts';
 import type { Metrics } from './metrics.ts';
+import { whenResponseDone } from '../http/response-done.ts';
 
 /**
  * The route pattern a request matched (`/api/admin/users/:id`), never the raw path, so
@@ -31,9 +32,7 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     metrics.httpInFlight.inc();
-    // 'close' alone: a response emits it once, after 'finish' when it was sent and alone when
-    // the connection went first (src/logging/request-log.ts listens the same way).
-    res.once('close', () => {
+    whenResponseDone(req, res, () => {
       metrics.httpInFlight.dec();
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       seriesFor(req.method, routeLabel(req), String(res.statusCode)).observe(seconds);
