@@ -16,9 +16,17 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/readme-check-XXXXXX")"
 service_pid=""
 
 cleanup() {
-  if [ -n "$service_pid" ] && kill -0 "$service_pid" 2>/dev/null; then
-    # the whole process group: npm does not always pass the signal on to the server it started
-    kill -TERM -- "-$service_pid" 2>/dev/null || kill -TERM "$service_pid" 2>/dev/null || true
+  if [ -n "$service_pid" ]; then
+    # The whole process group (setsid made npm its leader): npm exits on SIGTERM without
+    # waiting for the server it started, which may still be closing its database. Wait until
+    # nothing of the group is left (30 s at most, as long as the server's own shutdown may
+    # take), then remove the directory it ran in.
+    kill -TERM -- "-$service_pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do
+      kill -0 -- "-$service_pid" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill -KILL -- "-$service_pid" 2>/dev/null || true
     wait "$service_pid" 2>/dev/null || true
   fi
   rm -rf "$work"
