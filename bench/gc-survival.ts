@@ -26,14 +26,32 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
 const GC_FLAGS = ['--trace-gc-nvp'];
 
 /** Sums the collections a process reports on its standard output while `run` runs. */
-async function collections(child: ChildProcess, run: () => Promise<{ requests: number; seconds: number }>) {
+/**
+ * Starts reading a process's trace at once (a pipe nobody reads would stop the process once
+ * full) and notes its main thread: the isolate of its first trace line. Lines of worker
+ * threads (the webhook dispatcher's) carry another isolate and are left out.
+ */
+function traced(child: ChildProcess): ChildProcess & { mainIsolate?: string } {
+  const t = child as ChildProcess & { mainIsolate?: string };
+  const onFirst = (chunk: Buffer) => {
+    const isolate = /^\[\d+:0x[0-9a-f]+\]/m.exec(chunk.toString('utf8'))?.[0];
+    if (isolate) {
+      t.mainIsolate = isolate;
+      child.stdout!.off('data', onFirst);
+    }
+  };
+  child.stdout!.on('data', onFirst);
+  return t;
+}
+
+async function collections(child: ChildProcess & { mainIsolate?: string }, run: () => Promise<{ requests: number; seconds: number; failed: number }>) {
   const totals = { collections: 0, allocated: 0, promoted: 0, copied: 0, pauseMs: 0 };
   let pending = '';
   const onData = (chunk: Buffer) => {
     const lines = (pending + chunk.toString('utf8')).split('\n');
     pending = lines.pop() ?? '';
     for (const line of lines) {
-      if (!line.includes(' gc=')) continue;
+      if (!line.includes(' gc=') || (child.mainIsolate && !line.startsWith(child.mainIsolate))) continue;
       const field = (name: string) => Number(new RegExp(`\\b${name}=([0-9.]+)`).exec(line)?.[1] ?? 0);
       totals.collections++;
       totals.allocated += field('allocated');
@@ -43,12 +61,13 @@ async function collections(child: ChildProcess, run: () => Promise<{ requests: n
     }
   };
   child.stdout!.on('data', onData);
-  const { requests, seconds } = await run();
+  const { requests, seconds, failed } = await run();
   await new Promise((r) => setTimeout(r, 100)); // the last lines
   child.stdout!.off('data', onData);
   const perRequest = (bytes: number) => Math.round(bytes / Math.max(1, requests));
   return {
-    'req/s': Math.round(requests / seconds),
+    'req/s': seconds > 0 ? Math.round(requests / seconds) : 0,
+    'not 2xx': failed,
     'allocated B/req': perRequest(totals.allocated),
     'copied B/req': perRequest(totals.copied),
     'promoted B/req': perRequest(totals.promoted),
@@ -59,7 +78,7 @@ async function collections(child: ChildProcess, run: () => Promise<{ requests: n
 }
 
 /** Drives `url` for DURATION seconds (or `amount` requests): how many were answered, in how long. */
-async function drive(url: string, options: Partial<autocannon.Options>): Promise<{ requests: number; seconds: number }> {
+async function drive(url: string, options: Partial<autocannon.Options>): Promise<{ requests: number; seconds: number; failed: number }> {
   const started = performance.now();
   let last = started;
   const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
@@ -73,14 +92,14 @@ async function drive(url: string, options: Partial<autocannon.Options>): Promise
       },
     }],
   } as autocannon.Options);
-  return { requests: r.requests.total, seconds: (last - started) / 1000 };
+  return { requests: r.requests.total, seconds: (last - started) / 1000, failed: r.non2xx + r.errors };
 }
 
 async function main() {
   const db = await benchDatabase(process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL, 'auth_bench_gc');
   const children: ChildProcess[] = [];
   try {
-    const service = await startProcess(serviceEntry(), benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: GC_FLAGS, stdout: 'pipe' });
+    const service = await startProcess(serviceEntry(), benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: GC_FLAGS, stdout: 'pipe', onSpawn: traced });
     children.push(service.child);
     const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
     adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
@@ -113,13 +132,15 @@ async function main() {
       [client.client_id, 30_000 * DURATION],
     )).rows.map((r) => r.jti);
     await sql.end();
-    const limit = await startProcess('bench/limit.ts', { DATABASE_URL: db.url }, '/healthz', undefined, { nodeFlags: GC_FLAGS, stdout: 'pipe' });
+    const limit = await startProcess('bench/limit.ts', { DATABASE_URL: db.url }, '/healthz', undefined, { nodeFlags: GC_FLAGS, stdout: 'pipe', onSpawn: traced });
     children.push(limit.child);
     let nextJti = 0;
     rows['limit: node:http + pg validate'] = await collections(limit.child, () => drive(`http://127.0.0.1:${limit.port}/validate`, {
       requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: jtis[nextJti++] }) }) }],
     } as Partial<autocannon.Options>));
     console.table(rows);
+    // the 401 row is meant to fail; any other failure makes its row wrong
+    for (const [name, row] of Object.entries(rows)) if (!name.includes('(401)') && (row as { 'not 2xx': number })['not 2xx'] > 0) console.log(`note: ${name}: answers that were not 2xx`);
     console.log('A request whose objects die young promotes next to nothing; a promoted share of more than a few per cent means garbage is keeping garbage alive.');
   } finally {
     await Promise.all(children.map(stopProcess));

@@ -45,7 +45,7 @@ const PROBE_EVERY_MS = Number(process.env.BENCH_PROBE_EVERY_MS ?? 10);
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 /**
  * Tokens written for the limit's rounds: room for 30,000 validations a second. A limit that ran
- * out would answer 401s, cheaper than validations, and look faster than it is (reported below).
+ * out would answer 400s (no token), cheaper than validations, and look faster than it is (reported below).
  */
 const LIMIT_TOKENS = Number(process.env.BENCH_LIMIT_TOKENS ?? 30_000 * DURATION * ROUNDS);
 
@@ -234,7 +234,7 @@ async function main() {
     const wrong = rows.filter((r) => !r.run.startsWith('node:http')).reduce((n, r) => n + r.non2xx, 0);
     if (wrong > 0) console.log(`note: ${wrong} answers of the service or the ceiling were not 2xx`);
     const limitRefused = byRound.reduce((n, r) => n + r.limit.non2xx, 0);
-    if (limitRefused > 0) console.log(`note: the limit ran out of tokens and answered ${limitRefused} requests 401 (cheaper than a validation): raise BENCH_LIMIT_TOKENS (${LIMIT_TOKENS})`);
+    if (limitRefused > 0) console.log(`note: the limit answered ${limitRefused} requests with an error (out of tokens: cheaper than a validation): raise BENCH_LIMIT_TOKENS (${LIMIT_TOKENS})`);
   } finally {
     await Promise.all(children.map(stopProcess));
     await db.drop();

@@ -47,13 +47,15 @@ export function startFlags(script: string): string[] {
  * V8's account of every collection: docs/performance.md, "Garbage that stayed").
  */
 export async function startProcess(
-  file: string, env: Record<string, string>, probe: string, cwd = ROOT, options: { nodeFlags?: readonly string[]; stdout?: 'pipe' } = {},
+  file: string, env: Record<string, string>, probe: string, cwd = ROOT,
+  options: { nodeFlags?: readonly string[]; stdout?: 'pipe'; onSpawn?: (child: ChildProcess) => void } = {},
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort(); // chosen here: at LOG_LEVEL=warn the service does not log its own
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const loader = file.endsWith('.ts') ? ['--import', 'tsx'] : [];
   const stdout = options.stdout ?? (process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore');
   const child = spawn(process.execPath, [...NODE_FLAGS, ...(options.nodeFlags ?? []), ...profile, ...loader, file], { cwd, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] });
+  options.onSpawn?.(child);
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   const deadline = Date.now() + 30_000;
@@ -159,15 +161,19 @@ export function databaseCpuMicros(): Map<number, number> {
     }
     if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    byPid.set(Number(entry), ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+    // utime and stime, then cutime and cstime: the postmaster reaps every backend and worker,
+    // so one that ended meanwhile (autovacuum, a closed pool connection) is counted there
+    const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number);
+    byPid.set(Number(entry), ((utime + stime + cutime + cstime) * 1e6) / CLOCK_TICKS);
   }
   return byPid;
 }
 
 /**
  * The CPU time PostgreSQL used between two readings of databaseCpuMicros: every process
- * alive at the second (one started since counts in full); one that ended meanwhile is left
- * out. NaN when no PostgreSQL process could be seen.
+ * alive at the second (one started since counts in full), and through the postmaster's
+ * children's times those that ended meanwhile. Every PostgreSQL server on the machine counts.
+ * NaN when no PostgreSQL process could be seen.
  */
 export function databaseCpuSince(before: Map<number, number>): number {
   const after = databaseCpuMicros();
