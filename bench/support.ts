@@ -170,16 +170,18 @@ export function databaseCpuMicros(): Map<number, number> {
 }
 
 /**
- * The CPU time PostgreSQL used between two readings of databaseCpuMicros: every process
- * alive at the second (one started since counts in full), and through the postmaster's
- * children's times those that ended meanwhile. Every PostgreSQL server on the machine counts.
- * NaN when no PostgreSQL process could be seen.
+ * The CPU time PostgreSQL used between two readings of databaseCpuMicros: the processes alive
+ * at the second, and through the postmaster's children's times those that ended meanwhile.
+ * Every PostgreSQL server on the machine counts. NaN when no PostgreSQL process could be seen.
  */
 export function databaseCpuSince(before: Map<number, number>): number {
   const after = databaseCpuMicros();
   if (after.size === 0) return Number.NaN;
+  // totals, not per process: one that ended took its time out of `after` and into its
+  // parent's children's times, for its whole life, of which `before` holds the earlier part
   let used = 0;
-  for (const [pid, micros] of after) used += micros - (before.get(pid) ?? 0);
+  for (const micros of after.values()) used += micros;
+  for (const micros of before.values()) used -= micros;
   return used;
 }
 
