@@ -17,9 +17,10 @@
  * DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import type { ChildProcess } from 'node:child_process';
-import autocannon from 'autocannon';
-import pg from 'pg';
-import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson, SERVICE_ROOT, serviceEntry, startProcess, stopProcess } from './support.ts';
+import type autocannon from 'autocannon';
+import {
+  benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, SERVICE_ROOT, serviceEntry, startProcess, stopProcess, writeLimitTokens,
+} from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
@@ -78,21 +79,11 @@ async function collections(child: ChildProcess & { mainIsolate?: string }, run: 
 }
 
 /** Drives `url` for DURATION seconds (or `amount` requests): how many were answered, in how long. */
-async function drive(url: string, options: Partial<autocannon.Options>): Promise<{ requests: number; seconds: number; failed: number }> {
-  const started = performance.now();
-  let last = started;
-  const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
-  const r = await autocannon({
+async function drive(url: string, options: Partial<autocannon.Options>, onBody?: (status: number, body: string) => void): Promise<{ requests: number; seconds: number; failed: number }> {
+  const { result, seconds } = await loadUntilLastAnswer({
     url, method: 'POST', headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration: DURATION, ...options,
-    requests: [{
-      ...base,
-      onResponse: (status: number, body: string) => {
-        last = performance.now();
-        (base as { onResponse?: (s: number, b: string) => void }).onResponse?.(status, body);
-      },
-    }],
-  } as autocannon.Options);
-  return { requests: r.requests.total, seconds: (last - started) / 1000, failed: r.non2xx + r.errors };
+  } as autocannon.Options, onBody);
+  return { requests: result.requests.total, seconds, failed: result.non2xx + result.errors };
 }
 
 async function main() {
@@ -101,9 +92,7 @@ async function main() {
   try {
     const service = await startProcess(serviceEntry(), benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: GC_FLAGS, stdout: 'pipe', onSpawn: traced });
     children.push(service.child);
-    const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
-    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    const { creds } = createBenchClient(db.url);
     const base = `http://127.0.0.1:${service.port}`;
     const probe = await postJson(`${base}/api/sso/token`, { ...creds, username: 'bench' });
     if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
@@ -112,8 +101,9 @@ async function main() {
     const tokens: string[] = [];
     rows['service: POST /api/sso/token'] = await collections(service.child, () => drive(`${base}/api/sso/token`, {
       body: JSON.stringify({ ...creds, username: 'bench' }),
-      requests: [{ onResponse: (status: number, body: string) => { if (status === 200) tokens.push(JSON.parse(body).token); } }],
-    } as Partial<autocannon.Options>));
+    }, (status, body) => {
+      if (status === 200) tokens.push(JSON.parse(body).token);
+    }));
     let next = 0;
     rows['service: POST /api/sso/validate'] = await collections(service.child, () => drive(`${base}/api/sso/validate`, {
       amount: tokens.length, // each token issued above, validated once
@@ -123,15 +113,7 @@ async function main() {
       body: JSON.stringify({ ...creds, client_secret: 'x'.repeat(40), token: probe.token }),
     }));
 
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    const jtis = (await sql.query<{ jti: string }>(
-      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
-       FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
-      [client.client_id, 30_000 * DURATION],
-    )).rows.map((r) => r.jti);
-    await sql.end();
+    const jtis = await writeLimitTokens(db.url, creds.client_id, 30_000 * DURATION);
     const limit = await startProcess('bench/limit.ts', { DATABASE_URL: db.url }, '/healthz', undefined, { nodeFlags: GC_FLAGS, stdout: 'pipe', onSpawn: traced });
     children.push(limit.child);
     let nextJti = 0;

@@ -15,7 +15,7 @@
  */
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, postJson, startProcess, stopProcess } from './support.ts';
+import { benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, postJson, startProcess, stopProcess } from './support.ts';
 
 const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 1_000_000);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -94,9 +94,7 @@ async function main() {
   try {
     service = await startProcess('src/server.ts', benchServiceEnv(database.url, { PRUNE_INTERVAL: '1s' }), '/readyz');
     const base = `http://127.0.0.1:${service.port}`;
-    const client = adminCli(database.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    const user = adminCli(database.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
-    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    const { creds, userId } = createBenchClient(database.url);
     await sql.connect();
 
     // Tokens for both phases, issued before either (so both validate the same kind of token).
@@ -112,7 +110,7 @@ async function main() {
 
     const quiet = await validate('without backlog', `${base}/api/sso/validate`, creds, tokens.slice(0, half));
 
-    const written = await writeBacklog(sql, ROWS, user.id, client.client_id);
+    const written = await writeBacklog(sql, ROWS, userId, creds.client_id);
     const total = Object.values(written).reduce((a, b) => a + b, 0);
     const before = await prunedSoFar(base);
     const deadline = Date.now() + 30_000;

@@ -23,10 +23,10 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import bcrypt from 'bcrypt';
-import autocannon from 'autocannon';
-import pg from 'pg';
+import type autocannon from 'autocannon';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, NODE_FLAGS, postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, startProcess as start, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, loadUntilLastAnswer, NODE_FLAGS,
+  postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, startProcess as start, stopProcess, writeLimitTokens,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -66,33 +66,21 @@ interface Figures {
 
 /**
  * Runs autocannon against the process `pid` serves and reports req/s as answers / (last answer
- * - start) (autocannon's own figure is a mean of whole seconds, and a run given an `amount`
- * ends only at its next one-second tick), and the process's CPU time per answer.
+ * - start) (loadUntilLastAnswer), and the CPU time per answer of that process, of PostgreSQL
+ * and of this process.
  */
 async function measure(run: string, pid: number, options: autocannon.Options, onBody?: (status: number, body: string) => void): Promise<Figures> {
-  let last = 0;
-  const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
   const cpuBefore = cpuMicros(pid);
   const dbBefore = databaseCpuMicros();
   const loadBefore = process.cpuUsage();
-  const started = performance.now();
-  const r = await autocannon({
-    ...options,
-    requests: [{
-      ...base,
-      onResponse: (status: number, body: string) => {
-        last = performance.now();
-        onBody?.(status, body);
-      },
-    }],
-  } as autocannon.Options);
+  const { result: r, seconds } = await loadUntilLastAnswer(options, onBody);
   const cpu = cpuMicros(pid) - cpuBefore;
   const db = databaseCpuSince(dbBefore);
   const load = process.cpuUsage(loadBefore);
   const perAnswer = (micros: number) => Math.round(micros / Math.max(1, r.requests.total));
   return {
     run,
-    'req/s': Math.round(r.requests.total / ((last - started) / 1000)),
+    'req/s': Math.round(r.requests.total / seconds),
     'cpu µs/req': perAnswer(cpu),
     'db µs/req': perAnswer(db),
     'load µs/req': perAnswer(load.user + load.system),
@@ -138,26 +126,15 @@ async function main() {
     children.push(service.child);
     const base = `http://127.0.0.1:${service.port}`;
 
-    // A client and two users (one at the login cost), through the admin command line.
-    const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+    // The client, user `bench` and a user at the login cost, through the admin command line.
+    const { creds } = createBenchClient(db.url);
     const password = 'bench login password';
     adminCli(db.url, ['user', 'create', '--username', 'login', '--email', 'login@example.com', '--password', password], { BCRYPT_COST: String(BCRYPT_COST) });
-    const creds = { client_id: client.client_id, client_secret: client.client_secret };
     const probe = await post(`${base}/api/sso/token`, { ...creds, username: 'bench' });
     if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
 
-    // The limit's single-use tokens (rows as token issue writes them): more than any round consumes.
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    const limitJtis = (await sql.query<{ jti: string }>(
-      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
-       FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
-      [client.client_id, LIMIT_TOKENS],
-    )).rows.map((r) => r.jti);
-    await sql.query('ANALYZE sso_tokens');
-    await sql.end();
+    // The limit's single-use tokens: more than any round consumes.
+    const limitJtis = await writeLimitTokens(db.url, creds.client_id, LIMIT_TOKENS);
 
     const ceiling = await start('bench/ceiling.ts', {}, '/healthz');
     children.push(ceiling.child);

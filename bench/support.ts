@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/helpers/http.ts';
 
@@ -131,6 +132,60 @@ export function adminCli(databaseUrl: string, args: string[], env: Record<string
     cwd: SERVICE_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, BCRYPT_COST: '4', LOG_LEVEL: 'silent', ...env },
   });
   return JSON.parse(out.toString());
+}
+
+/**
+ * The benchmarks' client system (allowed from 127.0.0.1) and their user `bench`, through the
+ * admin command line: the client's credentials and the user's id.
+ */
+export function createBenchClient(databaseUrl: string): { creds: { client_id: string; client_secret: string }; userId: number } {
+  const client = adminCli(databaseUrl, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+  const user = adminCli(databaseUrl, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+  return { creds: { client_id: client.client_id, client_secret: client.client_secret }, userId: user.id };
+}
+
+/**
+ * `count` single-use tokens of user `bench` for the client `clientId`, written as token issue
+ * writes them, for the limit (bench/limit.ts validates a token by its jti): their jtis.
+ */
+export async function writeLimitTokens(databaseUrl: string, clientId: string, count: number): Promise<string[]> {
+  const sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ jti: string }>(
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
+       FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
+      [clientId, count],
+    );
+    await sql.query('ANALYZE sso_tokens');
+    return rows.map((r) => r.jti);
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * Runs autocannon and returns its result with the seconds from the start to the last answer:
+ * autocannon's own req/s is a mean of whole seconds, and a run given an `amount` ends only at
+ * its next one-second tick. `onBody` sees every answer (the first request's own onResponse is
+ * replaced).
+ */
+export async function loadUntilLastAnswer(options: autocannon.Options, onBody?: (status: number, body: string) => void): Promise<{ result: autocannon.Result; seconds: number }> {
+  const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
+  const started = performance.now();
+  let last = started;
+  const result = await autocannon({
+    ...options,
+    requests: [{
+      ...base,
+      onResponse: (status: number, body: string) => {
+        last = performance.now();
+        onBody?.(status, body);
+      },
+    }],
+  } as autocannon.Options);
+  return { result, seconds: (last - started) / 1000 };
 }
 
 /** Clock ticks per second of /proc/PID/stat's CPU times (USER_HZ: 100 on Linux). */
