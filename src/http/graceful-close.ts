@@ -64,15 +64,19 @@ type Linked = http.ServerResponse & { [NEXT]?: Linked | null; [PREV]?: Linked | 
  */
 export class InFlight {
   private head: Linked | null = null;
+  private count = 0;
+
   /** How many responses are in the list. */
-  size = 0;
+  get size(): number {
+    return this.count;
+  }
 
   add(res: Linked): void {
     res[PREV] = null;
     res[NEXT] = this.head;
     if (this.head) this.head[PREV] = res;
     this.head = res;
-    this.size++;
+    this.count++;
   }
 
   delete(res: Linked): void {
@@ -84,7 +88,7 @@ export class InFlight {
     if (next) next[PREV] = prev;
     res[NEXT] = undefined;
     res[PREV] = undefined;
-    this.size--;
+    this.count--;
   }
 
   forEach(visit: (res: http.ServerResponse) => void): void {
