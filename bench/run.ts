@@ -12,7 +12,9 @@
  * every thread), the steadiest figure on a busy machine, beside the CPU time per request of
  * every local PostgreSQL process (`db`) and of this process, the load generator (`load`):
  * the machine's two cores are shared by all three, so what one request costs all together
- * bounds the throughput. Then logins at bcrypt cost 12 against
+ * bounds the throughput; and the share of the machine's CPU time nobody used (`idle`): where
+ * the cores were not full, the hand-offs between the processes held the run back, not the
+ * CPU they need. Then logins at bcrypt cost 12 against
  * raw bcrypt.compare at the same cost and the same number in flight, with /healthz asked every
  * 10 ms (BENCH_PROBE_EVERY_MS) during the login storm (BENCH_LOGIN_SECONDS, default 20, each). The goals are ratios of
  * figures taken in the same run.
@@ -25,7 +27,7 @@ import path from 'node:path';
 import bcrypt from 'bcrypt';
 import type autocannon from 'autocannon';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, loadUntilLastAnswer, NODE_FLAGS,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, idleShareSince, loadUntilLastAnswer, machineCpuTicks, NODE_FLAGS,
   postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, startProcess as start, stopProcess, writeLimitTokens,
 } from './support.ts';
 
@@ -57,6 +59,8 @@ interface Figures {
   'db µs/req': number;
   /** This process's (autocannon's) CPU time per answer. */
   'load µs/req': number;
+  /** The share of the machine's CPU time (both cores) nobody used during the run. */
+  'idle %': number;
   p50_ms: number;
   p99_ms: number;
   non2xx: number;
@@ -73,7 +77,9 @@ async function measure(run: string, pid: number, options: autocannon.Options, on
   const cpuBefore = cpuMicros(pid);
   const dbBefore = databaseCpuMicros();
   const loadBefore = process.cpuUsage();
+  const machineBefore = machineCpuTicks();
   const { result: r, seconds } = await loadUntilLastAnswer(options, onBody);
+  const idle = idleShareSince(machineBefore);
   const cpu = cpuMicros(pid) - cpuBefore;
   const db = databaseCpuSince(dbBefore);
   const load = process.cpuUsage(loadBefore);
@@ -84,6 +90,7 @@ async function measure(run: string, pid: number, options: autocannon.Options, on
     'cpu µs/req': perAnswer(cpu),
     'db µs/req': perAnswer(db),
     'load µs/req': perAnswer(load.user + load.system),
+    'idle %': Math.round(idle * 100),
     p50_ms: r.latency.p50,
     p99_ms: r.latency.p99,
     non2xx: r.non2xx,

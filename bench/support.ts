@@ -200,6 +200,27 @@ export function cpuMicros(pid: number): number {
 }
 
 /**
+ * The machine's CPU time so far, in clock ticks, from the first line of /proc/stat: `idle`
+ * (idle and waiting for I/O) and `all` (user, nice, system, idle, iowait, irq, softirq, steal;
+ * guest time is already counted in user and nice).
+ */
+export function machineCpuTicks(): { idle: number; all: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { idle: idle + iowait, all: user + nice + system + idle + iowait + irq + softirq + steal };
+}
+
+/**
+ * The share of the machine's CPU time (every core) left idle since `before` (machineCpuTicks):
+ * a run that leaves cores idle was held back by hand-offs between the processes, not by the
+ * CPU they need.
+ */
+export function idleShareSince(before: { idle: number; all: number }): number {
+  const now = machineCpuTicks();
+  return (now.idle - before.idle) / Math.max(1, now.all - before.all);
+}
+
+/**
  * CPU time used so far by each local PostgreSQL process (their name is `postgres`), in
  * microseconds by pid: the database's share of a request, for telling where a run's CPU goes.
  * Empty when none can be seen (a server on another machine or in a container).
