@@ -89,12 +89,16 @@ const BODYLESS = new Set([204, 205, 304]);
  * (`Content-Type: application/json; charset=utf-8`, `Content-Length`), written directly.
  * Express's own `json` answers whenever it would do more than that: app settings that shape
  * the JSON or add an ETag, a HEAD request, a bodyless status, a Content-Type or
- * Transfer-Encoding already set, a value JSON cannot show.
+ * Transfer-Encoding already set, a value JSON cannot show. It is set on `lean`, an object
+ * whose prototype chain leads to `expressResponse` (a new one by default).
  */
-export function leanJsonResponse(expressResponse: Response, settings: { get(name: string): unknown }): Response {
+export function leanJsonResponse(
+  expressResponse: Response,
+  settings: { get(name: string): unknown },
+  lean: Response = Object.create(expressResponse) as Response,
+): Response {
   const expressJson = expressResponse.json;
   const plain = ['json replacer', 'json spaces', 'json escape', 'etag fn'].every((name) => !settings.get(name));
-  const lean = Object.create(expressResponse) as Response;
   lean.json = function json(this: Response, value: unknown) {
     const text = !plain || this.req.method === 'HEAD' || BODYLESS.has(this.statusCode)
       || this.hasHeader('content-type') || this.hasHeader('transfer-encoding') ? undefined : JSON.stringify(value);

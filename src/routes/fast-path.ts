@@ -45,7 +45,10 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
   serverOptions: { IncomingMessage?: typeof IncomingMessage; ServerResponse?: typeof ServerResponse };
 } {
   const byTarget = new Map<string, FastRoute & { method: string }>();
-  const response = leanJsonResponse(app.response, app);
+  // Express's response, with a direct res.json (src/http/fast-json.ts), as the prototype of a
+  // subclass of Node's response: the responses of the service's own server are born with it.
+  const BornResponse = subclassUnder(ServerResponse, app.response);
+  const response = leanJsonResponse(app.response, app, BornResponse.prototype as Response);
   for (const r of routes) {
     if (byTarget.has(r.route.path)) throw new Error(`${r.route.path}: one hot route per path`);
     byTarget.set(r.route.path, { ...r, method: r.route.method.toUpperCase() });
@@ -75,26 +78,48 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
 
   return {
     serveHot,
-    serverOptions: { IncomingMessage: bornAs(IncomingMessage, app.request), ServerResponse: bornAs(ServerResponse, response) },
+    serverOptions: { IncomingMessage: bornAs(IncomingMessage, app.request), ServerResponse: BornResponse },
   };
 }
 
-/**
- * A constructor for Node's HTTP server (its `IncomingMessage` / `ServerResponse` options)
- * that builds what `base` builds, with `prototype` as its prototype from birth; undefined
- * when `base` is a class, which cannot be called this way (Node 20 to 24 define both as
- * functions).
+/*
+ * Why requests and responses are born with their prototypes: Express, and the fast path
+ * after it, give every request and response another prototype (Object.setPrototypeOf), which
+ * V8 pays for on every object and again at every property access after it (the object's
+ * shape no longer matches what the code was optimised for); measured with `npm run bench`, it
+ * was about a third of a validation's CPU time (docs/performance.md). An object already
+ * holding the prototype it is given is left as it is, so a request born with `app.request`
+ * and a response born with the fast path's response are never changed on a hot route; on
+ * other routes Express still sets `app.response` on the response.
  *
- * Why: Express, and the fast path after it, give every request and response another
- * prototype (Object.setPrototypeOf), which V8 pays for on every object and again at every
- * property access after it (the object's shape no longer matches what the code was optimised
- * for); measured with `npm run bench`, it was about a third of a validation's CPU time
- * (docs/performance.md). An object already holding the prototype it is given is left as it
- * is, so a request born with `app.request` and a response born with the fast path's response
- * (Express's, with the direct res.json) are never changed on a hot route; on other routes
- * Express still sets `app.response` on the response. `base` runs on the new object
- * (`IncomingMessage.call(this, socket)`); Reflect.construct with a new.target gave the same
- * objects and, measured, cost more than the setPrototypeOf it saved.
+ * Two ways, because V8 sizes an object's in-object fields from the constructor `new` was
+ * called with. A subclass is sized from its base's constructors, so its instances keep fast
+ * properties; a plain function that runs `base` on `this` (bornAs) is sized from its own
+ * empty body, and a response, with its forty-odd fields, went to dictionary mode at birth:
+ * every property access a hash lookup (docs/performance.md, "Responses born in dictionary
+ * mode"). But a subclass's instances get the subclass's own prototype, so only the response,
+ * whose prototype is the fast path's own object, can be one; the request must get Express's
+ * `app.request` itself, and keeps fast properties as a function-born object (its fields are
+ * fewer). test/http/fast-path.test.ts checks both.
+ */
+
+/**
+ * A subclass of `base` (for the server's `ServerResponse` option) whose prototype's parent is
+ * `parent` instead of `base.prototype`: `new` runs `base`'s constructor, and its instances
+ * are `base`'s, with the subclass's prototype, and through it `parent`, from birth.
+ */
+function subclassUnder<T extends abstract new (...args: never[]) => object>(base: T, parent: object): T {
+  const Born = class extends (base as unknown as new (...args: unknown[]) => object) {};
+  Object.setPrototypeOf(Born.prototype, parent);
+  return Born as unknown as T;
+}
+
+/**
+ * A constructor for Node's HTTP server (its `IncomingMessage` option) that builds what `base`
+ * builds, with `prototype` itself as its prototype from birth; undefined when `base` is a
+ * class, which cannot be called this way (Node 20 to 24 define it as a function). `base`
+ * runs on the new object (`IncomingMessage.call(this, socket)`); Reflect.construct with a
+ * new.target gave the same objects and, measured, cost more than the setPrototypeOf it saved.
  */
 function bornAs<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T | undefined {
   if (Function.prototype.toString.call(base).startsWith('class')) return undefined;

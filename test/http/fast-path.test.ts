@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import v8 from 'node:v8';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/app.ts';
@@ -151,6 +152,39 @@ describe('the fast path of token issue and validation', () => {
       expect(r.status).toBe(200);
       expect((await send(url, '/healthz')).status, 'other routes too').toBe(200);
       expect(born).toStrictEqual([{ request: true, response: true, node: true }, { request: true, response: true, node: true }]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('on the service\'s own server, hot requests and responses keep fast properties from birth to the answer', async () => {
+    // V8's own view of an object's properties: fast (fields at fixed offsets) or a dictionary
+    // (a hash lookup at every access); the flag is on only while this one function is compiled.
+    v8.setFlagsFromString('--allow-natives-syntax');
+    const hasFastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: object) => boolean;
+    v8.setFlagsFromString('--no-allow-natives-syntax');
+    expect(hasFastProperties({ a: 1 }), 'the check itself').toBe(true);
+    expect(hasFastProperties(Object.create(null)), 'the check itself').toBe(false);
+
+    const server = createServer(app.app);
+    const seen: Array<{ path: string; born: [boolean, boolean]; answered?: [boolean, boolean] }> = [];
+    server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const entry: (typeof seen)[number] = { path: req.url!, born: [hasFastProperties(req), hasFastProperties(res)] };
+      seen.push(entry);
+      res.once('finish', () => {
+        entry.answered = [hasFastProperties(req), hasFastProperties(res)];
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const issued = await send(url, '/api/sso/token', { method: 'POST', body: { ...creds, username } });
+      expect(issued.status, issued.text).toBe(200);
+      const validated = await send(url, '/api/sso/validate', { method: 'POST', body: { ...creds, token: issued.body.token } });
+      expect(validated.status, validated.text).toBe(200);
+      const fast = { born: [true, true], answered: [true, true] };
+      expect(seen).toStrictEqual([{ path: '/api/sso/token', ...fast }, { path: '/api/sso/validate', ...fast }]);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
