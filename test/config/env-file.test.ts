@@ -72,16 +72,26 @@ describe('loadEnvFile', () => {
 
 describe('.env at start', () => {
   it('is read by the service: it listens on the PORT and HOST and keeps its data in the DATA_DIR the file names', async () => {
-    const port = await freePort();
     const t = onPostgres ? await createMigratedDatabase() : undefined;
-    const dir = await dirWithEnv([`PORT=${port}`, 'HOST=127.0.0.1', 'DATA_DIR=./service-data', `DATABASE_URL=${t?.url ?? ''}`, 'LOG_LEVEL=info', 'BCRYPT_COST=4']);
-    const { child, started } = startIn(dir);
+    // A port found free can be taken (by another test's connection or server) before the
+    // service binds it: then it exits with EADDRINUSE, and the test tries another port.
+    let port = 0;
+    let dir = '';
+    let start: ReturnType<typeof startIn> | undefined;
+    let result: Awaited<ReturnType<typeof startIn>['started']> | undefined;
+    for (let attempt = 0; attempt < 5 && !result?.url; attempt++) {
+      port = await freePort();
+      dir = await dirWithEnv([`PORT=${port}`, 'HOST=127.0.0.1', 'DATA_DIR=./service-data', `DATABASE_URL=${t?.url ?? ''}`, 'LOG_LEVEL=info', 'BCRYPT_COST=4']);
+      start = startIn(dir);
+      result = await start.started;
+      if (!result.url && !/EADDRINUSE/.test(result.output)) break;
+    }
+    const { child } = start!;
     try {
-      const result = await started;
-      expect(result.url, result.output).toBe(`http://127.0.0.1:${port}`);
-      expect((await request(`${result.url}/readyz`)).status).toBe(200);
+      expect(result!.url, result!.output).toBe(`http://127.0.0.1:${port}`);
+      expect((await request(`${result!.url}/readyz`)).status).toBe(200);
       expect(existsSync(path.join(dir, 'service-data')), 'DATA_DIR from .env, relative to the working directory').toBe(true);
-      expect(result.output).toMatch(/"msg":"environment file read"/);
+      expect(result!.output).toMatch(/"msg":"environment file read"/);
     } finally {
       await stop(child);
       await t?.drop();

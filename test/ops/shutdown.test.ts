@@ -62,7 +62,7 @@ describe('graceful shutdown of the real server process', () => {
   });
 
   it('on SIGTERM under load answers every request it accepted, then exits 0', async () => {
-    const port = Number(prepared.env.PORT);
+    const port = server.port;
     const body = { ...creds, username };
 
     // Requests held in flight: headers and half the body sent, on keep-alive connections.
@@ -149,7 +149,7 @@ describe('graceful shutdown of the real server process', () => {
       await delivery; // the dispatcher's attempt is now waiting for the receiver
 
       child.child.kill('SIGTERM');
-      await waitUntilRefused(Number(env.env.PORT));
+      await waitUntilRefused(child.port);
       expect(child.child.exitCode, 'the process waits for the attempt').toBe(null);
       release();
       expect(await child.exited, child.output()).toBe(0);
