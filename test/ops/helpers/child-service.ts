@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { loadConfig } from '../../../src/config.ts';
 import { createServices, type Services } from '../../../src/deps.ts';
@@ -11,10 +11,7 @@ import { openDatabase } from '../../../src/db/open.ts';
 import { loadSigningKeys } from '../../../src/sso/keys.ts';
 import { TEST_ENV } from '../../helpers/app.ts';
 import { createMigratedTestDatabase } from '../../helpers/db.ts';
-import { request } from '../../helpers/http.ts';
-import { listeningUrl } from '../../helpers/processes.ts';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { startServerProcess as startListening } from '../../helpers/processes.ts';
 
 /**
  * The environment of a real server process on a fresh database: on PostgreSQL a migrated copy
@@ -61,19 +58,12 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the real entry point and waits for its own "listening" log line, which names its
- * port (listeningUrl), then until /healthz answers there.
+ * Starts the real entry point (test/helpers/processes.ts: it waits for the process's own
+ * "listening" log line, which names its port) and adds the port and its exit.
  */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const { url, output } = await listeningUrl(child);
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited early: ${output()}`);
-    const ok = await request(`${url}/healthz`).then((r) => r.status === 200, () => false);
-    if (ok) break;
-    if (i > 600) throw new Error(`server did not start: ${output()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const { child, url, output } = await startListening(env);
+  const exited = child.exitCode !== null ? Promise.resolve(child.exitCode)
+    : once(child, 'exit').then(([code]) => code as number | null);
   return { child, url, port: Number(new URL(url).port), output, exited };
 }
