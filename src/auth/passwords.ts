@@ -1,16 +1,16 @@
-import bcrypt from 'bcrypt';
+import { createBcryptThreads } from './bcrypt-threads.ts';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
 
 /**
- * How many bcrypt operations run at once: every thread of the libuv pool but one. bcrypt runs
- * there, not on the event loop, so a login storm keeps every core busy with hashing while
- * the event loop (token validation, /healthz, every other request) still gets its share of
- * the CPU from the operating system. The one thread left free is for the pool's other users
- * (fs, dns.lookup, async crypto), which would otherwise queue behind seconds of hashing.
- * The pool has 4 threads unless UV_THREADPOOL_SIZE says otherwise; extra requests wait their
- * turn here, in order. Measured in docs/performance.md ("Logins and the event loop").
+ * How many bcrypt operations run at once: as many as the libuv pool has threads, but one (the
+ * pool's size is what an operator tunes for this machine's cores). They run on threads of their
+ * own at a lower priority (./bcrypt-threads.ts), so a login storm keeps every core busy with
+ * hashing while the event loop (token validation, /healthz, every other request) gets a core the
+ * moment it needs one; libuv's pool stays free for its other users (fs, dns.lookup, async
+ * crypto). Extra requests wait their turn, in order. Measured in docs/performance.md
+ * ("Logins and the event loop").
  */
 export const BCRYPT_CONCURRENCY = Math.max(1, threadPoolSize() - 1);
 
@@ -20,27 +20,14 @@ function threadPoolSize(): number {
   return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 1024) : 4;
 }
 
-let running = 0;
+const threads = createBcryptThreads(BCRYPT_CONCURRENCY);
 
 /** bcrypt operations running now (at most BCRYPT_CONCURRENCY). */
-export const bcryptInFlight = (): number => running;
-const waiting: Array<() => void> = [];
+export const bcryptInFlight = (): number => threads.busy();
 
-async function limited<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= BCRYPT_CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
-  else running++;
-  try {
-    return await work();
-  } finally {
-    const next = waiting.shift();
-    if (next) next(); // the slot passes straight to the next waiter
-    else running--;
-  }
-}
-
-/** bcrypt hash (async: runs on the libuv pool, not the event loop). */
+/** bcrypt hash (on the bcrypt threads, not the event loop). */
 export function hashPassword(password: string, cost: number): Promise<string> {
-  return limited(() => bcrypt.hash(password, cost));
+  return threads.hash(password, cost);
 }
 
 let dummyHash: Promise<string> | undefined;
@@ -50,7 +37,7 @@ let dummyHash: Promise<string> | undefined;
  * take two bcrypt operations' time (which would mark the name as unknown).
  */
 export function prepareDummyHash(cost: number): void {
-  dummyHash ??= bcrypt.hash('dummy password for timing', cost);
+  dummyHash ??= threads.hash('dummy password for timing', cost);
   dummyHash.catch(() => {});
 }
 
@@ -60,10 +47,10 @@ export function prepareDummyHash(cost: number): void {
  */
 export async function verifyPassword(password: string, hash: string | null, cost: number): Promise<boolean> {
   if (hash === null) {
-    dummyHash ??= bcrypt.hash('dummy password for timing', cost);
+    dummyHash ??= threads.hash('dummy password for timing', cost);
     const dummy = await dummyHash;
-    await limited(() => bcrypt.compare(password, dummy));
+    await threads.compare(password, dummy);
     return false;
   }
-  return limited(() => bcrypt.compare(password, hash));
+  return threads.compare(password, hash);
 }
