@@ -30,7 +30,7 @@ import bcrypt from 'bcrypt';
 import type autocannon from 'autocannon';
 import {
   adminCli, benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, idleShareSince, loadUntilLastAnswer, machineCpuTicks, NODE_FLAGS,
-  postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, startProcess as start, stopProcess, writeLimitTokens,
+  postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, settleDatabase, startProcess as start, stopProcess, writeLimitTokens,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -183,7 +183,9 @@ async function main() {
       byRound.push({ ceiling: ceilingRun, limit: limitRun, issue: issueRun, validate: validateRun });
     }
 
-    // Logins at the bcrypt cost against bcrypt itself, the same number in flight.
+    // Logins at the bcrypt cost against bcrypt itself, the same number in flight, on a database
+    // that has finished with the rounds' rows.
+    await settleDatabase(db.url);
     const warm = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'login', password }) });
     if (warm.status !== 200) throw new Error(`login failed: ${warm.status} ${await warm.text()}`);
     const loginRun = await measure(`POST /api/auth/login, bcrypt cost ${BCRYPT_COST}, ${LOGINS_IN_FLIGHT} in flight`, spid, {

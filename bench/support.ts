@@ -115,6 +115,23 @@ export async function benchDatabase(adminUrl: string, prefix: string): Promise<{
   };
 }
 
+/**
+ * Has PostgreSQL finish what earlier runs left it (VACUUM ANALYZE of `databaseUrl`, then a
+ * checkpoint where the role may ask for one), so that the next run does not share the machine with
+ * the cleanup of their hundreds of thousands of rows (a checkpoint forced by their WAL, autovacuum
+ * where it is on).
+ */
+export async function settleDatabase(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('VACUUM (ANALYZE)');
+    await client.query('CHECKPOINT').catch(() => {}); // needs superuser or pg_checkpoint; the vacuum is what matters
+  } finally {
+    await client.end();
+  }
+}
+
 /** The service's environment for a benchmark: its own secrets, quiet logs, limits out of the way. */
 export function benchServiceEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
