@@ -19,7 +19,7 @@ import { Worker } from 'node:worker_threads';
  * Where /proc/thread-self is missing (not Linux) the threads keep the normal priority.
  */
 
-/** How much lower than the rest of the process bcrypt's threads run (nice +10: about a tenth of a core's weight). */
+/** How much lower than the rest of the process bcrypt's threads run (nice +10 over the process's own: about a tenth of its weight). */
 export const BCRYPT_NICE = 10;
 
 type Job = { op: 'hash'; data: string; cost: number } | { op: 'compare'; data: string; hash: string };
@@ -27,16 +27,18 @@ type Job = { op: 'hash'; data: string; cost: number } | { op: 'compare'; data: s
 const THREAD_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const bcrypt = require(workerData.bcrypt);
+const os = require('node:os');
 let tid = null;
 try {
   tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
-  if (workerData.nice > 0) require('node:os').setPriority(tid, workerData.nice);
+  // relative to the priority this thread started with (the process's): nice is absolute
+  if (workerData.nice > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + workerData.nice));
 } catch {}
 parentPort.on('message', (job) => {
   try {
-    parentPort.postMessage({ value: job.op === 'hash' ? bcrypt.hashSync(job.data, job.cost) : bcrypt.compareSync(job.data, job.hash) });
+    parentPort.postMessage({ tid, value: job.op === 'hash' ? bcrypt.hashSync(job.data, job.cost) : bcrypt.compareSync(job.data, job.hash) });
   } catch (err) {
-    parentPort.postMessage({ error: String((err && err.message) || err) });
+    parentPort.postMessage({ tid, error: String((err && err.message) || err) });
   }
 });
 `;
@@ -49,6 +51,10 @@ interface Running {
 interface Thread {
   worker: Worker;
   running: Running | null;
+  /** The operating system's id of the thread, once it has answered (Linux). */
+  tid: number | null;
+  /** Why the thread failed, if it did (bcrypt could not be loaded, ...). */
+  error: unknown;
 }
 
 /**
@@ -63,43 +69,58 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
   let busy = 0;
 
   function start(): Thread {
-    const thread: Thread = { worker: new Worker(THREAD_CODE, { eval: true, workerData: { bcrypt: bcryptPath, nice }, stdout: false }), running: null };
+    const worker = new Worker(THREAD_CODE, { eval: true, workerData: { bcrypt: bcryptPath, nice }, stdout: false });
+    const thread: Thread = { worker, running: null, tid: null, error: undefined };
     threads.add(thread);
-    thread.worker.on('message', (message: { value?: unknown; error?: string }) => {
+    worker.on('message', (message: { tid: number | null; value?: unknown; error?: string }) => {
+      thread.tid = message.tid;
       const running = thread.running;
+      if (!running) return; // terminated meanwhile: its operation has been failed already
       thread.running = null;
-      finished(thread);
-      if (message.error !== undefined) running?.reject(new Error(`bcrypt: ${message.error}`));
-      else running?.resolve(message.value);
+      busy--;
+      worker.unref();
+      if (threads.has(thread)) idle.push(thread);
+      if (message.error !== undefined) running.reject(new Error(`bcrypt: ${message.error}`));
+      else running.resolve(message.value);
+      next();
     });
-    thread.worker.on('error', () => {}); // an exit follows, and settles the operation
-    thread.worker.on('exit', () => {
-      threads.delete(thread);
-      const at = idle.indexOf(thread);
-      if (at >= 0) idle.splice(at, 1);
+    worker.on('error', (err) => {
+      thread.error = err; // the exit that follows settles the operation
+    });
+    worker.on('exit', () => {
+      retire(thread);
       const running = thread.running;
       thread.running = null;
       if (running) {
         busy--;
-        running.reject(new Error('bcrypt thread exited'));
+        running.reject(new Error('bcrypt thread exited', { cause: thread.error }));
         next();
       }
     });
     return thread;
   }
 
+  /** Takes a thread out of the pool: nothing more is given to it. */
+  function retire(thread: Thread): void {
+    threads.delete(thread);
+    const at = idle.indexOf(thread);
+    if (at >= 0) idle.splice(at, 1);
+  }
+
   function dispatch(thread: Thread, item: { job: Job } & Running): void {
     busy++;
     thread.running = item;
     thread.worker.ref(); // a running operation keeps the process alive (an admin command waiting on a hash)
-    thread.worker.postMessage(item.job);
-  }
-
-  function finished(thread: Thread): void {
-    busy--;
-    thread.worker.unref();
-    idle.push(thread);
-    next();
+    try {
+      thread.worker.postMessage(item.job);
+    } catch (err) {
+      // the job could not be copied to the thread (not strings): it fails alone, the thread stays
+      thread.running = null;
+      busy--;
+      thread.worker.unref();
+      idle.push(thread);
+      item.reject(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
   function next(): void {
@@ -121,9 +142,14 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
     compare: (data: string, hash: string) => run<boolean>({ op: 'compare', data, hash }),
     /** Operations running now (at most `size`). */
     busy: () => busy,
-    /** Stops every thread; running operations fail, later ones start new threads. */
+    /** The operating system's ids of the threads that have answered (Linux; for diagnostics and tests). */
+    threadIds: (): number[] => [...threads].flatMap((t) => (t.tid === null ? [] : [t.tid])),
+    /** Stops every thread: running and waiting operations fail; later ones start new threads. */
     async terminate(): Promise<void> {
-      await Promise.all([...threads].map((t) => t.worker.terminate()));
+      const stopping = [...threads];
+      stopping.forEach(retire);
+      for (const item of waiting.splice(0)) item.reject(new Error('bcrypt threads terminated'));
+      await Promise.all(stopping.map((t) => t.worker.terminate()));
     },
   };
 }

@@ -1,20 +1,12 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import bcrypt from 'bcrypt';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BCRYPT_NICE, createBcryptThreads, type BcryptThreads } from '../../src/auth/bcrypt-threads.ts';
 
-/** The nice value of every thread of this process but the main one (Linux: field 19 of /proc/self/task/TID/stat). */
-function otherThreadsNice(): number[] {
-  return readdirSync('/proc/self/task')
-    .filter((tid) => Number(tid) !== process.pid)
-    .flatMap((tid) => {
-      try {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])];
-      } catch {
-        return []; // the thread ended meanwhile
-      }
-    });
+/** A thread's nice value (Linux: field 19 of /proc/self/task/TID/stat). */
+function niceOf(tid: number): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 }
 
 describe('bcrypt threads', () => {
@@ -25,13 +17,14 @@ describe('bcrypt threads', () => {
   });
 
   it.runIf(existsSync('/proc/thread-self'))('hash on threads whose priority is below the event loop\'s', async () => {
-    // other files in this process may have started the service's own bcrypt threads
-    const loweredBefore = otherThreadsNice().filter((n) => n === BCRYPT_NICE).length;
     threads = createBcryptThreads(2);
     const hashes = [threads.hash('password', 4), threads.hash('password', 4)];
     expect(await Promise.all(hashes.map((h) => h.then((hash) => bcrypt.compare('password', hash))))).toStrictEqual([true, true]);
-    expect(otherThreadsNice().filter((n) => n === BCRYPT_NICE), 'a lowered thread for each operation that ran at once').toHaveLength(loweredBefore + 2);
-    expect(readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ')[16], 'the main thread keeps its priority').toBe('0');
+    const ids = threads.threadIds();
+    expect(ids, 'a thread for each operation that ran at once').toHaveLength(2);
+    expect(ids).not.toContain(process.pid);
+    const own = niceOf(process.pid); // relative to the process's own: started under `nice`, it stays below
+    expect(ids.map(niceOf)).toStrictEqual(ids.map(() => Math.min(19, own + BCRYPT_NICE)));
   });
 
   it('runs at most its size at once, in order, and answers each with its own result', async () => {
@@ -43,15 +36,29 @@ describe('bcrypt threads', () => {
     expect(threads.busy()).toBe(0);
   });
 
-  it('fails the operations of a thread that exits, and starts a new thread for the next', async () => {
+  it('fails the running and waiting operations when terminated, and starts new threads for later ones', async () => {
     threads = createBcryptThreads(1);
-    const running = threads.hash('password', 10);
-    const queued = threads.hash('password', 4);
-    await threads.terminate();
-    await expect(running).rejects.toThrow('bcrypt thread exited');
-    expect(await bcrypt.compare('password', await queued), 'the waiting operation ran on a new thread').toBe(true);
     expect(await threads.compare('password', await threads.hash('password', 4))).toBe(true);
+    const running = expect(threads.hash('password', 10)).rejects.toThrow('bcrypt thread exited');
+    const queued = expect(threads.hash('password', 4)).rejects.toThrow('bcrypt threads terminated');
+    const stopped = threads.terminate();
+    const later = threads.hash('password', 4); // not given to the thread being stopped
+    await stopped;
+    await running;
+    await queued;
+    expect(await bcrypt.compare('password', await later)).toBe(true);
     expect(threads.busy()).toBe(0);
+  });
+
+  it('fails an operation whose input cannot reach a thread alone, and keeps serving', async () => {
+    threads = createBcryptThreads(1);
+    const held = threads.hash('password', 4);
+    // callers pass strings; a programming error must not wedge the pool or lose another operation
+    const bad = threads.hash((() => 'x') as unknown as string, 4);
+    await expect(bad).rejects.toThrow();
+    expect(await bcrypt.compare('password', await held)).toBe(true);
+    expect(threads.busy()).toBe(0);
+    expect(await threads.compare('password', await threads.hash('password', 4))).toBe(true);
   });
 
   it('rejects an operation bcrypt refuses, and keeps serving', async () => {
