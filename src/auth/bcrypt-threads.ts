@@ -74,12 +74,8 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
     threads.add(thread);
     worker.on('message', (message: { tid: number | null; value?: unknown; error?: string }) => {
       thread.tid = message.tid;
-      const running = thread.running;
+      const running = release(thread);
       if (!running) return; // terminated meanwhile: its operation has been failed already
-      thread.running = null;
-      busy--;
-      worker.unref();
-      if (threads.has(thread)) idle.push(thread);
       if (message.error !== undefined) running.reject(new Error(`bcrypt: ${message.error}`));
       else running.resolve(message.value);
       next();
@@ -89,15 +85,24 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
     });
     worker.on('exit', () => {
       retire(thread);
-      const running = thread.running;
-      thread.running = null;
+      const running = release(thread);
       if (running) {
-        busy--;
         running.reject(new Error('bcrypt thread exited', { cause: thread.error }));
         next();
       }
     });
     return thread;
+  }
+
+  /** Ends the thread's operation, if it has one, and returns it; the thread is idle again unless retired. */
+  function release(thread: Thread): Running | null {
+    const running = thread.running;
+    if (!running) return null;
+    thread.running = null;
+    busy--;
+    thread.worker.unref();
+    if (threads.has(thread)) idle.push(thread);
+    return running;
   }
 
   /** Takes a thread out of the pool: nothing more is given to it. */
@@ -115,10 +120,7 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
       thread.worker.postMessage(item.job);
     } catch (err) {
       // the job could not be copied to the thread (not strings): it fails alone, the thread stays
-      thread.running = null;
-      busy--;
-      thread.worker.unref();
-      idle.push(thread);
+      release(thread);
       item.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }

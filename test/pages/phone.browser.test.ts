@@ -154,32 +154,33 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       expect(problems).toStrictEqual([]);
     });
 
-    // the admin pages in two tests of a handful of page loads each: eleven in one took 60 s on a slow 2-core machine
-    const adminPages = () => [
-      [['admin-overview', '/admin'], ['admin-clients', '/admin/clients'], ['admin-client', `/admin/clients/${clientId}`],
-        ['admin-client-regenerate', `/admin/clients/${clientId}/regenerate`], ['admin-users', '/admin/users']],
-      [['admin-user-new', '/admin/users/new'], ['admin-user', `/admin/users/${member.id}`], ['admin-webhooks', '/admin/webhooks'],
-        ['admin-webhook', `/admin/webhooks/${webhookId}`], ['admin-audit', '/admin/audit']],
-    ] as const;
-    it(`${size.name}: the admin overview, client and user list pages`, async () => {
-      const problems: string[] = [];
+    /** Signs the administrator in on a new page and checks each of `pages` ([name, path]) on it. */
+    const checkAdminPages = async (pages: ReadonlyArray<readonly [string, string]>, problems: string[]): Promise<Page> => {
       const page = watchConsole(await (await open()).newPage(), problems);
       await signInPage(page, url, admin.username, admin.password, '/login?next=/admin');
-      for (const [name, path] of adminPages()[0]) {
+      for (const [name, path] of pages) {
         await page.goto(`${url}${path}`);
         await check(page, size.name, name, problems);
       }
+      return page;
+    };
+
+    // the admin pages in two tests of a handful of page loads each: eleven in one took 60 s on a slow 2-core machine
+    it(`${size.name}: the admin overview, client and user list pages`, async () => {
+      const problems: string[] = [];
+      await checkAdminPages([
+        ['admin-overview', '/admin'], ['admin-clients', '/admin/clients'], ['admin-client', `/admin/clients/${clientId}`],
+        ['admin-client-regenerate', `/admin/clients/${clientId}/regenerate`], ['admin-users', '/admin/users'],
+      ], problems);
       expect(problems).toStrictEqual([]);
     });
 
     it(`${size.name}: the other admin pages, and a refused form`, async () => {
       const problems: string[] = [];
-      const page = watchConsole(await (await open()).newPage(), problems);
-      await signInPage(page, url, admin.username, admin.password, '/login?next=/admin');
-      for (const [name, path] of adminPages()[1]) {
-        await page.goto(`${url}${path}`);
-        await check(page, size.name, name, problems);
-      }
+      const page = await checkAdminPages([
+        ['admin-user-new', '/admin/users/new'], ['admin-user', `/admin/users/${member.id}`], ['admin-webhooks', '/admin/webhooks'],
+        ['admin-webhook', `/admin/webhooks/${webhookId}`], ['admin-audit', '/admin/audit'],
+      ], problems);
       await page.goto(`${url}/admin/clients`);
       await page.locator('#new-name').fill('Refused');
       await page.locator('#new-callback').fill('ftp://files.example.com/a/really/long/callback/path/that/goes/on');
