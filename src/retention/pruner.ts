@@ -13,10 +13,10 @@ export const PRUNE_BATCH_SIZE = 1000;
 
 /**
  * After each full batch a pass rests this many times as long as the batch took: a backlog
- * (the first pass over years of rows) then takes at most a quarter of one connection, and
+ * (the first pass over years of rows) then takes at most a sixth of one connection, and
  * of the database's CPU, while the service answers requests.
  */
-const REST_FACTOR = 3;
+const REST_FACTOR = 5;
 
 /** Arbitrary constant: the class of the advisory locks of pruning (the second key is the kind). */
 const PRUNE_LOCK_CLASS = 7_240_118;
