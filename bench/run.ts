@@ -36,7 +36,7 @@ import {
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 /** Every measurement runs this many times, alternating: the machine's speed drifts. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Logins (and raw compares) in flight at once. */
 const LOGINS_IN_FLIGHT = Number(process.env.BENCH_LOGINS ?? 8);
 const BCRYPT_COST = Number(process.env.BENCH_BCRYPT_COST ?? 12);
