@@ -101,12 +101,23 @@ export async function clickAndLoad(page: Page, target: Locator): Promise<void> {
   await Promise.all([page.waitForEvent('domcontentloaded'), target.click()]);
 }
 
-/** Saves a full-page screenshot as test-results/<name>.png and returns its path. */
+/**
+ * Saves a full-page screenshot as test-results/<name>.png and returns its path. Chromium
+ * sometimes has no frame to give right after a navigation on a busy machine ("Unable to
+ * capture screenshot", seen once in CI): that error is tried again, twice, a moment later.
+ */
 export async function saveScreenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
   await mkdir(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
-  return file;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
+      return file;
+    } catch (err) {
+      if (attempt === 3 || !/Unable to capture screenshot/.test(String(err))) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
 
 /**
