@@ -16,6 +16,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { startService } from '../src/service.ts';
 import { createTestDatabase } from '../test/helpers/db.ts';
+import { quantile } from './support.ts';
 
 const LOGINS = Number(process.env.BENCH_LOGINS ?? 20);
 const PASSWORD = 'correct horse battery staple';
@@ -77,7 +78,7 @@ try {
     await prober;
     loop.disable();
     latencies.sort((a, b) => a - b);
-    const pick = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+    const pick = (q: number) => quantile(latencies, q);
     const round = (n: number) => Math.round(n * 10) / 10;
     return {
       result,

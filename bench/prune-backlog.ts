@@ -22,7 +22,10 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { pruneLockOf } from '../src/retention/pruner.ts';
 import { PRUNED_TABLES } from '../src/retention/queries.ts';
-import { benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, postJson, SERVICE_ROOT, serviceEntry, settleDatabase, startProcess, stopProcess } from './support.ts';
+import {
+  benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, SERVICE_ROOT, serviceEntry, settleDatabase,
+  startProcess, stopProcess,
+} from './support.ts';
 
 const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 1_000_000);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -75,31 +78,17 @@ async function writeBacklog(db: pg.Client, rows: number, userId: number, clientI
   return { ...n, webhook_attempts: n.webhook_deliveries };
 }
 
-/** The `q` quantile of sorted `values` (nearest rank). */
-function quantile(sorted: number[], q: number): number {
-  return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-}
-
 /** Validates `tokens` under autocannon load, each once; latencies of the 2xx answers, to 0.01 ms. */
 async function validate(phase: string, url: string, creds: object, tokens: string[]): Promise<Figures> {
   let next = 0;
   const latencies: number[] = [];
-  const started = performance.now();
-  let last = started;
-  const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({
-      url, method: 'POST', connections: CONNECTIONS, amount: tokens.length, headers: { 'content-type': 'application/json' },
-      requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
-    } as autocannon.Options, (err, result) => (err ? reject(err) : resolve(result)));
-    instance.on('response', (_client, status, _bytes, ms) => {
-      last = performance.now();
-      if (status >= 200 && status < 300) latencies.push(ms);
-    });
+  const { result: r, seconds } = await loadUntilLastAnswer({
+    url, method: 'POST', connections: CONNECTIONS, amount: tokens.length, headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
+  }, undefined, (status, ms) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
   });
   if (r.non2xx > 0 || latencies.length === 0) throw new Error(`${phase}: ${r.non2xx} answers were not 2xx, ${latencies.length} were`);
-  // answers over the time to the last one: a run given an amount ends only at autocannon's next
-  // one-second tick, and its own average is of whole seconds (see loadUntilLastAnswer)
-  const seconds = (last - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(quantile(latencies, q) * 100) / 100;
   return { phase, requests: r.requests.total, 'req/s': Math.round(r.requests.total / seconds), p50_ms: at(0.5), p99_ms: at(0.99), non2xx: r.non2xx };

@@ -186,23 +186,36 @@ export async function writeLimitTokens(databaseUrl: string, clientId: string, co
  * Runs autocannon and returns its result with the seconds from the start to the last answer:
  * autocannon's own req/s is a mean of whole seconds, and a run given an `amount` ends only at
  * its next one-second tick. `onBody` sees every answer (the first request's own onResponse is
- * replaced).
+ * replaced); `onLatency` every answer's status and time in milliseconds, unrounded (autocannon's
+ * own histogram keeps whole milliseconds).
  */
-export async function loadUntilLastAnswer(options: autocannon.Options, onBody?: (status: number, body: string) => void): Promise<{ result: autocannon.Result; seconds: number }> {
+export async function loadUntilLastAnswer(
+  options: autocannon.Options,
+  onBody?: (status: number, body: string) => void,
+  onLatency?: (status: number, ms: number) => void,
+): Promise<{ result: autocannon.Result; seconds: number }> {
   const base = (options.requests as autocannon.Request[] | undefined)?.[0] ?? {};
   const started = performance.now();
   let last = started;
-  const result = await autocannon({
-    ...options,
-    requests: [{
-      ...base,
-      onResponse: (status: number, body: string) => {
-        last = performance.now();
-        onBody?.(status, body);
-      },
-    }],
-  } as autocannon.Options);
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({
+      ...options,
+      requests: [{
+        ...base,
+        onResponse: (status: number, body: string) => {
+          last = performance.now();
+          onBody?.(status, body);
+        },
+      }],
+    } as autocannon.Options, (err, r) => (err ? reject(err) : resolve(r)));
+    if (onLatency) instance.on('response', (_client, status, _bytes, ms) => onLatency(status, ms));
+  });
   return { result, seconds: (last - started) / 1000 };
+}
+
+/** The `q` quantile of ascending `sorted` (the sample at rank floor(q * n); NaN when empty). */
+export function quantile(sorted: readonly number[], q: number): number {
+  return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 /** Clock ticks per second of /proc/PID/stat's CPU times (USER_HZ: 100 on Linux). */
@@ -309,7 +322,7 @@ export function probeLatencies(url: string, everyMs = 0): { stop(): Promise<{ co
       await loop;
       agent.destroy();
       latencies.sort((a, b) => a - b);
-      const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
+      const at = (q: number) => Math.round(quantile(latencies, q) * 10) / 10;
       return { count: latencies.length, p50: at(0.5), p99: at(0.99), max: at(1) };
     },
   };
