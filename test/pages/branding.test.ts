@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { insertUserAndClient } from '../helpers/factories.ts';
+import { insertUserAndClient, makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from './form-session.ts';
 import { auditOf, signedIn, type SignedIn } from '../admin/support.ts';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -69,5 +70,21 @@ describe('client system logos', () => {
     const own = await app.http.get('/login', { headers: { accept: 'text/html' } });
     expect(own.text).toMatch(/<title>Sign in · Northwind Traders<\/title>/);
     expect(own.text).not.toContain('auth__client-logo');
+  });
+
+  it('names the organisation on every sign-in-style card: forgot and reset password, and a must-change sign-in', async () => {
+    const brandLine = (html: string) => html.match(/<div class="auth__brand">[\s\S]*?<span>([^<]*)<\/span>/)?.[1];
+    const html = { headers: { accept: 'text/html' } };
+    expect(brandLine((await app.http.get('/forgot-password', html)).text)).toBe('Northwind Traders');
+    expect(brandLine((await app.http.get('/reset-password?token=no-such-link', html)).text)).toBe('Northwind Traders');
+    const user = await makeUser(app);
+    await app.services.users.setPassword({ username: user.username }, { password: 'temporary but long 2931', mustChange: true }, { via: 'cli' });
+    const browser = formSession(await app.listen());
+    const login = await browser.get('/login');
+    const res = await browser.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: 'temporary but long 2931' });
+    expect(res.headers.location).toBe('/account/password');
+    const form = await browser.get('/account/password');
+    expect(form.text).toContain('Choose a new password');
+    expect(brandLine(form.text)).toBe('Northwind Traders');
   });
 });
