@@ -33,6 +33,12 @@ export interface PendingPasswordChange {
   twoFactorUsed: boolean;
   /** Where the sign-in continues once the password is changed (a path of this service). */
   next: string;
+  /**
+   * Where that path may send the browser on, for the change form's CSP `form-action`: the
+   * browser applies it to every redirect after the form's post, so a sign-in for a client
+   * system needs that client's callback here, as the sign-in form does.
+   */
+  formTargets?: string[];
   expiresAt: number;
 }
 
@@ -50,7 +56,7 @@ const PASSWORD_CHANGE_TTL_MS = 15 * 60_000;
  * Starts the restricted session of a must-change sign-in: a new session id (as a sign-in
  * does), holding only the right to change the password. Nothing else treats it as signed in.
  */
-export async function beginPasswordChange(req: Request, pending: { userId: number; twoFactorUsed: boolean; next: string }): Promise<void> {
+export async function beginPasswordChange(req: Request, pending: Omit<PendingPasswordChange, 'expiresAt'>): Promise<void> {
   await promisify((done) => req.session.regenerate(done));
   req.session.passwordChange = { ...pending, expiresAt: Date.now() + PASSWORD_CHANGE_TTL_MS };
   await promisify((done) => req.session.save(done));

@@ -43,6 +43,7 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
     renderPage(req, res, 'account-password', { nav: 'account', required: pending !== null }, {
       status: options.status,
       flash: options.error ? [{ type: 'error', text: options.error }] : [],
+      formTargets: pending?.formTargets,
     });
   };
 
@@ -54,8 +55,8 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
 
   /**
    * Changes the password. A must-change sign-in is then signed in for real (a new session)
-   * and continues where it was going; a signed-in user stays signed in here while every
-   * other session ends.
+   * and continues where it was going; a signed-in user stays signed in here, under a new
+   * session id, while every other session ends.
    */
   const changePassword: RequestHandler = async (req, res) => {
     const user = pageUser(res);
@@ -72,6 +73,9 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
       flashNext(req, { type: 'success', text: 'Your password was changed. You are signed in.' });
       return res.redirect(303, pending.next);
     }
+    // A new session id for this browser too, as at sign-in: an id copied before the change
+    // (the one credential that survived it) is worthless after it.
+    await establishSession(req, changed, { twoFactorUsed: req.session.twoFactorUsed === true });
     flashNext(req, { type: 'success', text: 'Your password was changed. Every other session of yours has been signed out.' });
     res.redirect(303, '/account/password');
   };

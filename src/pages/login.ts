@@ -109,7 +109,11 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; lockMi
     } catch (err) {
       if (!(err instanceof PasswordChangeRequired)) throw err;
       forgetPendingLogin(req);
-      await beginPasswordChange(req, { userId: err.userId, twoFactorUsed: err.twoFactorUsed, next: restartUrl(loginTarget(res)) });
+      const target = loginTarget(res);
+      await beginPasswordChange(req, {
+        userId: err.userId, twoFactorUsed: err.twoFactorUsed, next: restartUrl(target),
+        formTargets: target.kind === 'client' ? [target.client.callback_url] : undefined,
+      });
       res.redirect(303, '/account/password');
     }
   };

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { PasswordChanger } from '../auth/password-service.ts';
 import { changePasswordSchema } from '../auth/schemas.ts';
 import { publicUser } from '../auth/service.ts';
-import { pendingPasswordChange } from '../auth/session.ts';
+import { establishSession, pendingPasswordChange } from '../auth/session.ts';
 import { AppError } from '../http/errors.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, limited, unauthenticated } from '../openapi/operation.ts';
@@ -103,8 +103,10 @@ export const USER_ROUTES = [
       else if (body.login) who = { login: body.login, totp: body.totp };
       else throw new AppError(401, 'unauthenticated', 'Sign in first, or give your login with the current password');
       const keepSid = res.locals.authMethod === 'session' ? req.sessionID : undefined;
-      await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
+      const changed = await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
       if (pending) delete req.session.passwordChange;
+      // the session that changed the password goes on under a new id (one copied before is worthless)
+      if (keepSid) await establishSession(req, changed, { twoFactorUsed: req.session.twoFactorUsed === true });
       res.json({ success: true });
     },
   }),

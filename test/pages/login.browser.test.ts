@@ -105,6 +105,32 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     await context.close();
   });
 
+  it('takes a user who must change their password through the change form and on to the client on its own origin', async () => {
+    const user = await makeUser(app);
+    const temporary = 'temporary but long 2931';
+    await app.services.users.setPassword({ id: user.id }, { password: temporary, mustChange: true }, { via: 'cli' });
+    const context = await newContext(browser);
+    const page = await context.newPage();
+    const blocked: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/.test(m.text())) blocked.push(m.text());
+    });
+    await page.goto(wiki.loginUrl({ state: 'mc' }));
+    await signIn(page, user.username, temporary);
+    await page.waitForURL('**/account/password');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Choose a new password');
+    await page.getByLabel('Current password').fill(temporary);
+    await page.getByLabel('New password', { exact: true }).fill('four unrelated words here');
+    await page.getByLabel('New password again').fill('four unrelated words here');
+    // the post, then 303 to /sso/login, then 303 to the client: the form's CSP must allow the last hop
+    await page.getByRole('button', { name: 'Change password and continue' }).click();
+    await page.waitForURL(`${wiki.origin}/callback?**`);
+    expect(blocked, 'no form-action violation').toStrictEqual([]);
+    expect(await page.locator('#who').textContent()).toBe(`Hello ${user.username}`);
+    expect(wiki.visits.at(-1)!.state).toBe('mc');
+    await context.close();
+  });
+
   it('asks a two-factor user for the code in a second step, refuses a wrong one, accepts the right one', async () => {
     const user = await makeUser(app);
     const record = (await app.services.auth.activeUser(user.id))!;

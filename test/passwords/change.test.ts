@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { attemptRow, auditRows, deliveries, signIn, subscribe, totpCode } from '../auth/support.ts';
+import { attemptRow, auditRows, deliveries, sessionCookie, signIn, subscribe, totpCode } from '../auth/support.ts';
 
 const NEW_PASSWORD = 'four unrelated words here';
 
@@ -47,7 +47,11 @@ describe('changing a password', () => {
     expect(r.status).toBe(200);
     expect(r.body).toStrictEqual({ success: true });
 
-    expect((await app.http.get('/api/user', { headers: { cookie: here.cookie! } })).status, 'this session stays').toBe(200);
+    const renewed = sessionCookie(r);
+    expect(renewed, 'this session goes on under a new id').toMatch(/^auth\.sid=/);
+    expect(renewed).not.toBe(here.cookie);
+    expect((await app.http.get('/api/user', { headers: { cookie: renewed! } })).status, 'this session stays').toBe(200);
+    expect((await app.http.get('/api/user', { headers: { cookie: here.cookie! } })).status, 'its id from before the change is worthless').toBe(401);
     expect((await app.http.get('/api/user', { headers: { cookie: elsewhere.cookie! } })).status, 'the other session ended').toBe(401);
     expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bearer}` } })).status, 'an older access token is refused').toBe(401);
     const validated = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: sso.body.token });
@@ -133,10 +137,14 @@ describe('changing a password', () => {
     const weak = await browser.post('/account/password', { _csrf: csrf, current_password: user.password, new_password: 'short', confirm_password: 'short' });
     expect(weak.status).toBe(400);
     expect(weak.text).toContain('at least 10 characters');
+    const before = browser.cookies.get('auth.sid');
     const done = await browser.post('/account/password', { _csrf: csrf, current_password: user.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
     expect(done.status).toBe(303);
     expect(done.headers.location).toBe('/account/password');
+    expect(browser.cookies.get('auth.sid'), 'a new session id after the change').not.toBe(before);
     expect((await browser.get('/account/password')).text).toContain('Your password was changed');
+    const old = await app.http.get('/api/user', { headers: { cookie: `auth.sid=${before}` } });
+    expect(old.status, 'the id from before the change is worthless').toBe(401);
     expect((await signIn(app, user.username, NEW_PASSWORD)).res.status).toBe(200);
   });
 
