@@ -36,7 +36,11 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 25_000);
+    const force = setTimeout(() => {
+      // a statement waiting on a lock, or a webhook receiver slower than the stop allows
+      logger.error('shutdown did not finish within 25 s; exiting without waiting for the rest');
+      process.exit(1);
+    }, 25_000);
     force.unref();
     try {
       await running.stop(); // in-flight requests answered, workers done with their current attempt

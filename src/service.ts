@@ -33,8 +33,9 @@ export interface ServiceInstance {
   app: Express;
   services: Services;
   /**
-   * Stops the background workers, waits for `drain` (in-flight requests) too, then closes
-   * the rate limiters; the caller closes the database.
+   * Stops the background workers while `drain` (in-flight requests) runs, and those that
+   * carry on what requests started (webhook dispatcher, reset mail) once it is done, then
+   * closes the rate limiters; the caller closes the database.
    */
   stop(drain?: Promise<void>): Promise<void>;
 }
@@ -55,13 +56,16 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
   const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
+  // Workers that carry on what requests started (webhook deliveries handed over by a commit,
+  // reset mail) stop once the requests in flight are answered; the rest stop meanwhile.
+  const afterRequests: Array<{ stop(): Promise<void> }> = [];
   const workers: Array<{ stop(): Promise<void> }> = [];
   // Webhook delivery (handed what a commit recorded, or woken by it, by the unit of work;
   // polling for other instances' and retried deliveries) and the token.expired sweep;
   // stop() lets the current attempt finish.
   // On PostgreSQL the dispatcher has a thread of its own (dispatcher-thread.ts); the
   // embedded database lives in this thread's memory, so there it shares this one.
-  workers.push(db.connectionString
+  afterRequests.push(db.connectionString
     ? startDispatcherThread({
       settings: {
         connectionString: db.connectionString,
@@ -74,7 +78,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
     })
     : startDispatcher({ db, config, logger, outbox: services.outbox, metrics: services.deps.metrics }));
   // forgot-password requests finish their mail before the database closes
-  workers.push({ stop: async () => { await services.passwords.drain(); services.mailer.close(); } });
+  afterRequests.push({ stop: async () => { await services.passwords.drain(); services.mailer.close(); } });
   workers.push(startExpirySweep({ db, events: services.deps.events, logger, intervalMs: config.TOKEN_SWEEP_INTERVAL_MS }));
   // Retention: rows past it are deleted every PRUNE_INTERVAL, in batches (retention/pruner.ts).
   workers.push(startPruner({ db, config, logger, metrics: services.deps.metrics }));
@@ -83,7 +87,10 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
     app,
     services,
     async stop(drain) {
-      await Promise.all([drain, ...workers.map((w) => w.stop())]);
+      // A token issued while draining has its user.login delivery handed to the dispatcher,
+      // which must still be taking them: stopped first, the delivery would wait out its lease.
+      const afterDrain = Promise.resolve(drain).then(() => Promise.all(afterRequests.map((w) => w.stop())));
+      await Promise.all([afterDrain, ...workers.map((w) => w.stop())]);
       await limiters.close();
     },
   };
@@ -110,8 +117,9 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     services: instance.services,
     async stop() {
-      // Stop accepting and drain in-flight requests while the workers finish their current
-      // attempt; both fit well inside the 25 s server.ts allows before it forces an exit.
+      // Stop accepting and drain in-flight requests (at most SHUTDOWN_DRAIN_MS) while the
+      // sweep and the pruner finish their current pass; then the dispatcher its attempts (at
+      // most its thread's stop grace): inside the 25 s server.ts allows before it forces an exit.
       await instance.stop(closer.close(SHUTDOWN_DRAIN_MS));
     },
   };

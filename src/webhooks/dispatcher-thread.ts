@@ -6,8 +6,12 @@ import type { EventOutbox } from './events.ts';
 import { deliveryLeaseMs, type Worker } from './dispatcher.ts';
 import { dispatcherThreadEntry } from './thread-entry.ts';
 
-/** How long a stopping thread may take before it is terminated. */
-const STOP_GRACE_MS = 30_000;
+/**
+ * How long a stopping thread may take before it is terminated: it stops after the requests
+ * in flight are answered (at most 15 s, service.ts), and both must fit in the 25 s server.ts
+ * gives a stop. An attempt cut off is not recorded and is made again when its lease ends.
+ */
+const STOP_GRACE_MS = 8_000;
 /** Pause before a thread that died is started again. */
 const RESTART_DELAY_MS = 1_000;
 

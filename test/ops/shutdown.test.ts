@@ -121,6 +121,52 @@ describe('graceful shutdown of the real server process', () => {
     expect(started >= answered.length).toBeTruthy();
   });
 
+  it('on SIGTERM sends the webhooks of requests it answers while draining before it exits', async () => {
+    const received: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      let text = '';
+      req.on('data', (c) => (text += c));
+      req.on('end', () => {
+        received.push(JSON.parse(text).event);
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const env = await prepareServerEnv();
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const seeded = await seed(env.env, async (services) => {
+        const app = { services } as unknown as TestApp;
+        const client = await makeClient(app);
+        const user = await makeUser(app);
+        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-02')", [hookUrl]);
+        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
+      });
+      const child = await startServerProcess(env.env);
+      const held = slowPost(`${child.url}/api/sso/token`, seeded.body, agent);
+      for (;;) {
+        const m = parsePrometheus((await request(`${child.url}/metrics`)).text);
+        if (sampleValue(m, 'http_requests_in_flight') >= 2) break; // the held request and this scrape
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      child.child.kill('SIGTERM');
+      await waitUntilRefused(child.port);
+      held.finish(); // issued now, while the instance drains: its user.login is handed to the dispatcher
+      expect((await held.response).status).toBe(200);
+      expect(await child.exited, child.output()).toBe(0);
+
+      expect(received, 'delivered before the exit, not left leased to a stopped dispatcher').toStrictEqual(['user.login']);
+      const recorded = await seed(env.env, async (services) =>
+        (await services.deps.db.query<{ status: string; attempts: number }>("SELECT status, attempts FROM webhook_deliveries WHERE event = 'user.login'")).rows);
+      expect(recorded).toStrictEqual([{ status: 'succeeded', attempts: 1 }]);
+    } finally {
+      agent.destroy();
+      await new Promise((resolve) => receiver.close(resolve));
+      await env.drop();
+    }
+  });
+
   it('on SIGTERM lets a webhook attempt in progress finish and records it before exiting', async () => {
     // A receiver that holds the delivery until the test lets it answer.
     let release!: () => void;
