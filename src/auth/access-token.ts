@@ -45,12 +45,21 @@ export function verifyAccessToken(token: string, keys: SigningKeys, issuer: stri
   return verifyAccessTokenClaims(token, keys, issuer)?.userId ?? null;
 }
 
-/** The user id and issue time (ms) of a valid, unexpired access token, or null. */
-export function verifyAccessTokenClaims(token: string, keys: SigningKeys, issuer: string): { userId: number; issuedAtMs: number } | null {
+/** What the service needs of a valid access token: whose it is, when it was issued (ms), its id and its end. */
+export interface AccessTokenClaims {
+  userId: number;
+  issuedAtMs: number;
+  jti: string;
+  expiresAt: Date;
+}
+
+/** The claims of a valid, unexpired access token, or null. */
+export function verifyAccessTokenClaims(token: string, keys: SigningKeys, issuer: string): AccessTokenClaims | null {
   const verified = verifyToken<Partial<AccessClaims>>(token, keys, { issuer, audience: ACCESS_AUDIENCE });
   if (!verified.ok) return null;
-  const { sub, iat, iat_ms: iatMs } = verified.claims;
+  const { sub, iat, iat_ms: iatMs, jti, exp } = verified.claims;
   if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;
+  if (typeof jti !== 'string' || jti.length === 0 || jti.length > 100 || typeof exp !== 'number') return null;
   const issuedAtMs = typeof iatMs === 'number' && Number.isFinite(iatMs) ? iatMs : typeof iat === 'number' ? iat * 1000 : 0;
-  return { userId: Number(sub), issuedAtMs };
+  return { userId: Number(sub), issuedAtMs, jti, expiresAt: new Date(exp * 1000) };
 }

@@ -86,18 +86,27 @@ export async function setMustChangePassword(q: Queryable, userId: number, mustCh
 }
 
 /**
- * The user with this id and when their credentials last changed or they signed out
- * everywhere (access tokens issued before are refused), or null.
+ * The user with this id, when their credentials last changed or they signed out everywhere
+ * (access tokens issued before are refused), and whether the access token `jti` was signed
+ * out by itself; or null.
  */
-export async function findTokenUser(q: Queryable, userId: number): Promise<{ user: UserRecord; changedAt: Date | null } | null> {
-  const r = await q.query<UserRecord & { password_changed_at: Date | null }>(
-    `SELECT ${USER_COLUMNS}, password_changed_at FROM users WHERE id = $1`,
-    [userId],
+export async function findTokenUser(q: Queryable, userId: number, jti: string): Promise<{ user: UserRecord; changedAt: Date | null; revoked: boolean } | null> {
+  const r = await q.query<UserRecord & { password_changed_at: Date | null; revoked: boolean }>(
+    `SELECT ${USER_COLUMNS}, password_changed_at, EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS revoked FROM users WHERE id = $1`,
+    [userId, jti],
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { password_changed_at: at, ...user } = row;
-  return { user, changedAt: at ? new Date(at) : null };
+  const { password_changed_at: at, revoked, ...user } = row;
+  return { user, changedAt: at ? new Date(at) : null, revoked };
+}
+
+/** Signs out one access token (until it expires, when the pruner drops the row). */
+export async function revokeAccessToken(q: Queryable, token: { jti: string; userId: number; expiresAt: Date }): Promise<void> {
+  await q.query(
+    'INSERT INTO revoked_access_tokens (jti, user_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT (jti) DO NOTHING',
+    [token.jti, token.userId, token.expiresAt],
+  );
 }
 
 /** Marks the user's credentials as changed now without a new password (sign out everywhere). */

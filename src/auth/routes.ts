@@ -1,3 +1,4 @@
+import type { AccessTokenClaims } from './access-token.ts';
 import { currentUser } from '../http/auth-guards.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, invalid, limited } from '../openapi/operation.ts';
@@ -62,13 +63,17 @@ export const AUTH_ROUTES = [
   }),
   route({
     method: 'post', path: '/api/auth/logout', tag: 'Sign-in', access: 'public', limit: 'none',
-    summary: 'Sign out: end the session, invalidate unused SSO tokens',
+    summary: 'Sign out: end the session (or revoke the bearer token that asks), invalidate unused SSO tokens',
     description: 'A request that carries a cookie must say `Content-Type: application/json` (even without a body): a cross-site form cannot.',
     responses: { 200: { description: 'Signed out (also when nobody was signed in)', schema: R.success, example: { success: true } } },
     /** Idempotent: without a signed-in user there is nothing to end, and that is not an error. */
     handle: ({ auth }) => async ({ req, res }) => {
       const signedIn = res.locals.user ? currentUser(res) : undefined;
-      if (signedIn) await auth.logoutUser({ userId: signedIn.id, ipAddress: clientIp(req), userAgent: browser(req), via: 'api' });
+      if (signedIn) {
+        // with a bearer token, that token is what signs out (the user's other tokens stay)
+        const accessToken = res.locals.authMethod === 'bearer' ? res.locals.accessToken as AccessTokenClaims : undefined;
+        await auth.logoutUser({ userId: signedIn.id, ipAddress: clientIp(req), userAgent: browser(req), via: 'api', accessToken });
+      }
       await endSession(req);
       res.json({ success: true });
     },

@@ -6,8 +6,8 @@ import { tokenUserForLogout } from '../sso/service.ts';
 import { findUserById } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
-import { findTokenUser } from './password-queries.ts';
+import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
+import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { accountLocked, countedFailure, PasswordChangeRequired } from './login-errors.ts';
@@ -172,14 +172,14 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       return { token: signAccessToken(user.id, signingKeys, { issuer: config.ISSUER, ttlSeconds: ttl }), token_type: 'Bearer', expires_in: ttl };
     },
 
-    /** The active user an access token names, or null. */
-    async userFromAccessToken(token: string): Promise<UserRecord | null> {
+    /** The active user an access token names, with the token's claims, or null. */
+    async userFromAccessToken(token: string): Promise<{ user: UserRecord; token: AccessTokenClaims } | null> {
       const claims = verifyAccessTokenClaims(token, signingKeys, config.ISSUER);
       if (claims === null) return null;
-      const found = await findTokenUser(db, claims.userId);
-      // a token from before a password change or a sign-out everywhere is worthless
-      if (!found?.user.active || (found.changedAt && claims.issuedAtMs < found.changedAt.getTime())) return null;
-      return found.user;
+      const found = await findTokenUser(db, claims.userId, claims.jti);
+      // a token from before a password change or a sign-out everywhere, or signed out itself, is worthless
+      if (!found?.user.active || found.revoked || (found.changedAt && claims.issuedAtMs < found.changedAt.getTime())) return null;
+      return { user: found.user, token: claims };
     },
 
     /** The user with this id if active, or null (a session of a deactivated user is worthless). */
@@ -188,17 +188,20 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
   /**
    * Signs a user out: invalidates their unused SSO tokens (only those for `clientId` when
-   * a client system asks), audits, emits user.logout. Ending the browser session is the
-   * route's part (endSession).
+   * a client system asks), revokes `accessToken` (the bearer token that asked), audits,
+   * emits user.logout. Ending the browser session is the route's part (endSession).
    */
-  async function logoutUser(args: { userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string }): Promise<{ invalidatedTokens: number }> {
+  async function logoutUser(args: {
+    userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string; accessToken?: AccessTokenClaims;
+  }): Promise<{ invalidatedTokens: number }> {
     const invalidated = await db.transaction(async (tx) => {
       const user = await findUserById(tx, args.userId);
       const count = await invalidateUnusedTokens(tx, args.userId, args.clientId);
+      if (args.accessToken) await revokeAccessToken(tx, args.accessToken);
       await writeAudit(tx, {
         action: 'user.logout', outcome: 'success', userId: args.userId, username: user?.username ?? null,
         clientId: args.clientId ?? null, ipAddress: args.ipAddress, userAgent: args.userAgent,
-        details: { via: args.via, invalidated_tokens: count },
+        details: { via: args.via, invalidated_tokens: count, ...(args.accessToken ? { access_token_revoked: true } : {}) },
       });
       await events.record(tx, 'user.logout', {
         user_id: args.userId, email: user?.email ?? '', ip_address: args.ipAddress, client_system: args.clientId ?? OWN_SYSTEM,

@@ -20,10 +20,11 @@ export function authenticateUser(services: { auth: Pick<AuthService, 'activeUser
     const header = req.get('authorization');
     if (header !== undefined && /^bearer\s/i.test(header)) {
       const token = header.slice(7).trim();
-      const user = token.length > 0 && token.length <= 4096 ? await services.auth.userFromAccessToken(token) : null;
-      if (user) {
-        res.locals.user = user;
+      const found = token.length > 0 && token.length <= 4096 ? await services.auth.userFromAccessToken(token) : null;
+      if (found) {
+        res.locals.user = found.user;
         res.locals.authMethod = 'bearer' satisfies AuthMethod;
+        res.locals.accessToken = found.token; // a logout revokes it
       }
       return next();
     }

@@ -52,6 +52,9 @@ function kinds(config: PruneConfig): Kind[] {
     // Expired sessions are never read (http/session.ts filters them): they go at once.
     { tables: ['sessions'], ageSeconds: 0,
       batch: (q, a, n, after) => deleteBatch(q, 'sessions', a, n, after), count: (q, a) => countPrunable(q, 'sessions', a) },
+    // A signed-out access token past its exp is refused by its signature: its row goes at once.
+    { tables: ['revoked_access_tokens'], ageSeconds: 0,
+      batch: (q, a, n, after) => deleteBatch(q, 'revoked_access_tokens', a, n, after), count: (q, a) => countPrunable(q, 'revoked_access_tokens', a) },
   ];
 }
 

@@ -187,6 +187,27 @@ describe('sign-out', () => {
     expect(events).toStrictEqual([{ user_id: user.id, email: user.email, ip_address: '127.0.0.1', client_system: 'auth-service' }]);
   });
 
+  it('POST /api/auth/logout with a bearer access token revokes that token, not the user\'s other tokens or sessions', async () => {
+    const user = await makeUser(app, { role: 'admin' });
+    const bearer = async () => (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token as string;
+    const [leaving, staying] = [await bearer(), await bearer()];
+    const { cookie } = await signIn(app, user.username, user.password);
+    const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+    expect((await app.http.get('/api/admin/clients', as(leaving))).status).toBe(200);
+
+    const out = await app.http.post('/api/auth/logout', undefined, as(leaving));
+    expect(out.status, out.text).toBe(200);
+    expect(out.body).toStrictEqual({ success: true });
+    expect((await app.http.get('/api/user', as(leaving))).status, 'the token that signed out is refused').toBe(401);
+    expect((await app.http.get('/api/admin/clients', as(leaving))).status, 'by the admin API too').toBe(401);
+    expect((await app.http.get('/api/user', as(staying))).status, 'another access token of the user still works').toBe(200);
+    expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'and their browser session').toBe(200);
+    const again = await app.http.post('/api/auth/logout', undefined, as(leaving));
+    expect(again.status, 'signing out again is harmless').toBe(200);
+    const audit = (await auditRows(app, user.username)).filter((r) => r.action === 'user.logout');
+    expect(audit.map((r) => r.details.access_token_revoked)).toStrictEqual([true]);
+  });
+
   it('POST /api/auth/logout without a session is a harmless 200', async () => {
     const out = await app.http.post('/api/auth/logout');
     expect(out.status).toBe(200);

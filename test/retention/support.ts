@@ -14,14 +14,14 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 3, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1,
+  sso_tokens: 3, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
 };
 
 /**
  * Writes one set of rows straight into the tables, aged by their timestamps (the pruner
  * reads nothing but the rows and the database's clock): for each table, rows just past
  * the default retention (TOKEN_RETENTION 24h, WEBHOOK_RETENTION 30d, AUDIT_RETENTION 365d,
- * LOCKOUT_MINUTES 30, sessions at expiry) and rows that must stay, with margins of minutes
+ * LOCKOUT_MINUTES 30, sessions and revoked access tokens at expiry) and rows that must stay, with margins of minutes
  * or more so a slow test run never ages a kept row into a gone one.
  */
 export async function seed(app: TestApp): Promise<Seeded> {
@@ -75,12 +75,19 @@ export async function seed(app: TestApp): Promise<Seeded> {
     return sid;
   };
 
+  const revoked = async (expiresIn: string) => {
+    const jti = randomUUID();
+    await db.query('INSERT INTO revoked_access_tokens (jti, user_id, expires_at) VALUES ($1, $2, now() + $3::interval)', [jti, user.id, expiresIn]);
+    return jti;
+  };
+
   const gone = {
     sso_tokens: [await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified')],
     audit_log: [await audit('366 days')],
     webhook_deliveries: [await delivery('succeeded', '31 days', 2), await delivery('failed', '31 days', 4)],
     login_attempts: [await login('31 minutes', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
+    revoked_access_tokens: [await revoked('-1 second')],
   };
   const kept = {
     sso_tokens: [
@@ -92,6 +99,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     webhook_deliveries: [await delivery('succeeded', '29 days', 1), await delivery('pending', null, 2)],
     login_attempts: [await login('20 minutes', null), await login('40 minutes', '10 minutes')],
     sessions: [await session('1 hour')],
+    revoked_access_tokens: [await revoked('10 minutes')], // its token is still unexpired: the row must stay
   };
   return { gone, kept };
 }
@@ -102,6 +110,7 @@ const KEYS: Record<string, [string, string]> = {
   webhook_deliveries: ['webhook_deliveries', 'id::text'],
   login_attempts: ['login_attempts', 'login'],
   sessions: ['sessions', 'sid'],
+  revoked_access_tokens: ['revoked_access_tokens', 'jti'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */
