@@ -14,7 +14,7 @@ export interface SignOutContext {
   userAgent: string | null;
   /** The channel (api, page, admin_api, cli ...). */
   via: string;
-  /** Why: password_change, password_reset, password_set, revoke_all. */
+  /** Why: password_change, password_reset, password_set, revoke_all, deactivated. */
   reason: string;
   /** An administrator doing it for the user. */
   actor?: string | null;

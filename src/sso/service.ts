@@ -199,8 +199,9 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         const reason = !state || state.client_id !== client.client_id
           ? 'invalid_token'
           : state.used_at ? 'token_already_used'
-          : state.invalidated_at || !state.name_valid ? 'token_revoked'
+          // before token_revoked: deactivating a user also revokes their unused tokens
           : !state.user_active ? 'user_inactive'
+          : state.invalidated_at || !state.name_valid ? 'token_revoked'
           : 'token_expired';
         throw await fail(reason, { jti: claims.jti, ...(state ? { user_id: state.user_id } : {}) });
       }

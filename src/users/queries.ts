@@ -62,11 +62,11 @@ export async function updateUserProfile(
   q: Queryable,
   id: number,
   patch: { email?: string; full_name?: string; role?: string; active?: boolean },
-): Promise<{ id: number; username: string } | null> {
-  const r = await q.query<{ id: number; username: string }>(
+): Promise<{ id: number; username: string; email: string } | null> {
+  const r = await q.query<{ id: number; username: string; email: string }>(
     `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
        active = COALESCE($5, active), updated_at = now()
-     WHERE id = $1 RETURNING id, username`,
+     WHERE id = $1 RETURNING id, username, email`,
     [id, patch.email ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
   );
   return r.rows[0] ?? null;

@@ -6,6 +6,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
+import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile } from './queries.ts';
 import type { UserRecord } from './user.ts';
@@ -32,6 +33,17 @@ function actorDetails(actor: Actor): Record<string, unknown> {
 /** User administration shared by the command line and the admin API. */
 export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   const { db, config, events } = deps;
+
+  /**
+   * A deactivated user is signed out everywhere, in the deactivation's transaction: an
+   * inactive user's sessions, access tokens and unused SSO tokens are refused anyway, but
+   * they must not come back to life if the user is activated again while they would still
+   * be valid.
+   */
+  const signOutDeactivated = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) =>
+    signOutEverywhere(tx, events, user, {
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null,
+    });
   return {
     /** Creates a user with a bcrypt-hashed password; 409 when the (normalized) name is taken. */
     async createUser(
@@ -63,7 +75,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       });
     },
 
-    /** Activates or deactivates a user by username. */
+    /** Activates or deactivates a user by username; deactivating signs them out everywhere (signOutDeactivated). */
     async setActive(rawUsername: string, active: boolean, actor: Actor): Promise<UserRecord> {
       const username = normalizeUsername(rawUsername);
       return db.transaction(async (tx) => {
@@ -73,6 +85,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
           details: { via: actor.via, actor: actor.username ?? null },
         });
+        if (!active) await signOutDeactivated(tx, user, actor);
         return user;
       });
     },
@@ -138,6 +151,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           ? 'user.update'
           : patch.active ? 'user.activate' : 'user.deactivate';
         await writeAudit(tx, { action, outcome: 'success', ...byAdministrator(actor, user), details: { ...actorDetails(actor), changed } });
+        if (patch.active === false) await signOutDeactivated(tx, user, actor);
       });
     },
 

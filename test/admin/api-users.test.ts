@@ -68,13 +68,16 @@ describe('admin API: users', () => {
     expect(res.body.full_name).toBe('New Name');
     expect(res.body.role).toBe('admin');
     const token = () => app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username });
-    expect((await token()).status).toBe(200);
+    const before = await token();
+    expect(before.status).toBe(200);
     const off = await app.http.patch(`/api/admin/users/${user.id}`, { active: false }, admin.as);
     expect(off.body.active).toBe(false);
     expect((await token()).status).toBe(404);
     expect((await auditOf(app, 'user.deactivate'))[0].user_id).toBe(user.id);
     expect((await app.http.patch(`/api/admin/users/${user.id}`, { active: true }, admin.as)).body.active).toBe(true);
     expect((await token()).status).toBe(200);
+    const stale = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token: before.body.token });
+    expect(stale.body.error, 'a token issued before the deactivation stays dead').toBe('token_revoked');
     const [update] = await auditOf(app, 'user.update');
     expect(update.details.changed).toStrictEqual({ email: 'new@example.com', full_name: 'New Name', role: 'admin' });
     expect(update.details.actor).toBe(admin.user.username);

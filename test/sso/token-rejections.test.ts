@@ -88,11 +88,14 @@ describe('token validation refusals', () => {
     for (const token of ['x', 'a.b.c', '....', 'eyJhbGciOiJIUzI1NiJ9.e30.', jwt.sign({}, key())]) await expectRefused(token, 'invalid_token');
   });
 
-  it('refuses the token of a user deactivated after issue', async () => {
+  it('refuses the token of a user deactivated after issue, and still once the user is active again', async () => {
     const other = await makeUser(app);
-    const token = (await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: other.username })).body.token;
+    const issueFor = async () => (await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: other.username })).body.token;
+    const [first, second] = [await issueFor(), await issueFor()];
     await app.services.users.setActive(other.username, false, { via: 'cli' });
-    await expectRefused(token, 'user_inactive');
+    await expectRefused(first, 'user_inactive');
+    await app.services.users.setActive(other.username, true, { via: 'cli' });
+    await expectRefused(second, 'token_revoked'); // deactivating invalidated it: it does not come back to life
   });
 
   it('the legacy /api/validate-token answers like /api/sso/validate, marked deprecated', async () => {
