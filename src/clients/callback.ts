@@ -1,28 +1,62 @@
-/** What parsing a stored callback URL found, kept per URL text (see `parsedCallback`). */
+/** A stored callback URL as parsing found it, kept per URL text (see `parsedCallback`). */
 interface ParsedCallback {
   usable: boolean;
-  /** The URL as the URL API writes it, when it has no query and no fragment: a token can be appended as `?token=`. */
-  bare: string | null;
+  /** The URL as the URL API writes it, up to its query: scheme, host, port, path. */
+  base: string;
+  /** The query's `&`-separated pieces as the URL parser keeps them: its escapes and `+` as registered. */
+  pieces: string[];
+  /** Each piece's name as `URLSearchParams` reads it (`+` a space, escapes decoded). */
+  names: string[];
+  /** The fragment with its `#` (the empty string when there is none). */
+  fragment: string;
+  /** `base?query&` (or `base?`) when no piece is named `token` or `state`: the token is simply appended. */
+  head: string | null;
 }
 
 /** Callback URLs parsed so far: a handful of clients, each issued many tokens. */
-const parsed = new Map<string, ParsedCallback>();
+const parsed = new Map<string, ParsedCallback | null>();
 /** Past this many distinct URLs the memo starts again (callbacks edited over the years). */
 const MEMO_LIMIT = 512;
+
+/** The name of one query piece (`name=value`) as `URLSearchParams` decodes it. */
+function pieceName(piece: string): string {
+  // the leading '&' keeps a piece that starts with '?' from losing it (the constructor strips one)
+  return new URLSearchParams(`&${piece}`).keys().next().value ?? '';
+}
+
+/** A query ready for one more parameter: `&` added unless it is empty or already ends with one. */
+const withSeparator = (query: string) => (query === '' || query.endsWith('&') ? query : `${query}&`);
+
+/** Splits a parsed URL into what `callbackWithToken` keeps and where the token goes. */
+function splitCallback(url: URL): ParsedCallback {
+  const usable = (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password && url.hash === '';
+  // in a serialized URL the first '#' starts the fragment and the first '?' before it the
+  // query: both are escaped everywhere else
+  const href = url.href;
+  const hashAt = href.indexOf('#');
+  const end = hashAt === -1 ? href.length : hashAt;
+  const beforeFragment = href.slice(0, end);
+  const questionAt = beforeFragment.indexOf('?');
+  const base = questionAt === -1 ? beforeFragment : beforeFragment.slice(0, questionAt);
+  const query = questionAt === -1 ? '' : beforeFragment.slice(questionAt + 1);
+  const pieces = query === '' ? [] : query.split('&');
+  const names = pieces.map(pieceName);
+  const head = names.includes('token') || names.includes('state') ? null : `${base}?${withSeparator(query)}`;
+  return { usable, base, pieces, names, fragment: href.slice(end), head };
+}
 
 /**
  * Parses a callback URL once per distinct text: token issue checks and extends its client's
  * callback on every request, and URL parsing is a measurable part of that (docs/performance.md).
+ * `null`: the text is no URL.
  */
-function parsedCallback(raw: string): ParsedCallback {
+function parsedCallback(raw: string): ParsedCallback | null {
   let result = parsed.get(raw);
-  if (result) return result;
+  if (result !== undefined) return result;
   try {
-    const url = new URL(raw);
-    const usable = (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password && url.hash === '';
-    result = { usable, bare: usable && !url.href.includes('?') && !url.href.includes('#') ? url.href : null };
+    result = splitCallback(new URL(raw));
   } catch {
-    result = { usable: false, bare: null };
+    result = null;
   }
   if (parsed.size >= MEMO_LIMIT) parsed.clear();
   parsed.set(raw, result);
@@ -37,23 +71,43 @@ function parsedCallback(raw: string): ParsedCallback {
  * into a 500: callers refuse such a client with a 4xx instead.
  */
 export function isUsableCallbackUrl(raw: unknown): raw is string {
-  return typeof raw === 'string' && parsedCallback(raw).usable;
+  return typeof raw === 'string' && parsedCallback(raw)?.usable === true;
 }
 
-/** A value the query serializer writes as it is (application/x-www-form-urlencoded: alphanumerics and *-._). */
-const QUERY_SAFE = /^[A-Za-z0-9*._-]*$/;
+/** A query value percent-encoded as a URI component (a space is `%20`, never `+`). */
+const queryValue = (value: string) => encodeURIComponent(value.toWellFormed());
 
 /**
- * The callback with `token` (and `state`) added to its query, existing query kept: what
- * `URL.searchParams.set` writes. A usable callback without a query or fragment and a token
- * the serializer leaves as it is (a JWT always is) are joined directly, the callback parsed
- * once (test/clients/callback.test.ts compares both ways).
+ * The callback with `token` (and `state`) added to its query, the registered query kept as
+ * it is written: a receiver reads its own parameters with the bytes it registered, whether or
+ * not it decodes `+` as a space. As `URL.searchParams.set` does, the first parameter already
+ * named `token` (or `state`, when one is given) takes the new value in place and any others
+ * of that name are dropped; otherwise it is appended. A JWT is written as it is.
  */
 export function callbackWithToken(callbackUrl: string, token: string, state?: string): string {
-  const bare = state === undefined && QUERY_SAFE.test(token) ? parsedCallback(callbackUrl).bare : null;
-  if (bare !== null) return `${bare}?token=${token}`;
-  const url = new URL(callbackUrl);
-  url.searchParams.set('token', token);
-  if (state !== undefined) url.searchParams.set('state', state);
-  return url.toString();
+  const callback = parsedCallback(callbackUrl);
+  if (callback === null) throw new TypeError(`Invalid URL: ${callbackUrl}`);
+  const tokenPiece = `token=${queryValue(token)}`;
+  const statePiece = state === undefined ? null : `state=${queryValue(state)}`;
+  if (callback.head !== null) {
+    return `${callback.head}${tokenPiece}${statePiece === null ? '' : `&${statePiece}`}${callback.fragment}`;
+  }
+  const kept: string[] = [];
+  let tokenPlaced = false;
+  let statePlaced = statePiece === null;
+  callback.pieces.forEach((piece, i) => {
+    const name = callback.names[i];
+    if (name === 'token') {
+      if (!tokenPlaced) kept.push(tokenPiece);
+      tokenPlaced = true;
+    } else if (name === 'state' && statePiece !== null) {
+      if (!statePlaced) kept.push(statePiece);
+      statePlaced = true;
+    } else {
+      kept.push(piece);
+    }
+  });
+  const added = [tokenPlaced ? null : tokenPiece, statePlaced ? null : statePiece].filter((p) => p !== null);
+  const query = added.length === 0 ? kept.join('&') : withSeparator(kept.join('&')) + added.join('&');
+  return `${callback.base}?${query}${callback.fragment}`;
 }

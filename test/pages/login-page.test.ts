@@ -68,6 +68,14 @@ describe('the sign-in page (HTTP level)', () => {
     expect(second.body.error).toBe('token_already_used');
   });
 
+  it('sends the browser to the registered callback with its query as registered, token and state appended', async () => {
+    const client = await makeClient(app, { callbackUrl: 'https://client.example/cb?a=%20b+c&next=%2fhome' });
+    const user = await makeUser(app);
+    const { answer } = await submitLogin(app, client, user.username, user.password, { state: 'xyz 1+2' });
+    expect(answer.status, answer.text).toBe(303);
+    expect(answer.headers.location).toMatch(/^https:\/\/client\.example\/cb\?a=%20b\+c&next=%2fhome&token=[\w.-]+&state=xyz%201%2B2$/);
+  });
+
   it('redirects a browser that has a session at once, without the form', async () => {
     const client = await makeClient(app);
     const other = await makeClient(app);
