@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AuditFilter } from '../audit/filter.ts';
+import { isPlainAddress } from '../clients/allowlist.ts';
 import { MAX_GRACE_SECONDS } from '../clients/service.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { MAX_LOGO_URL_LENGTH } from '../pages/logo-url.ts';
@@ -96,19 +97,33 @@ const timestamp = str(40).superRefine((v, ctx) => {
   }
 });
 
-/** GET /api/admin/audit (and the panel's audit page) */
+/**
+ * One address, as the allow lists accept one (no "127.1" or octal parts); empty means any. A
+ * range is refused with its own message: the filter compares whole addresses.
+ */
+const ipFilter = str(100).trim().superRefine((v, ctx) => {
+  if (v === '') return;
+  if (v.includes('/')) ctx.addIssue({ code: 'custom', message: 'must be one IP address: ranges (CIDR) are not supported' });
+  else if (!isPlainAddress(v)) ctx.addIssue({ code: 'custom', message: 'must be an IPv4 or IPv6 address' });
+});
+
+/**
+ * GET /api/admin/audit (and the panel's audit page, whose form, pager and export links send
+ * these keys). Strict: a misspelled filter (`usr`, `user[]`) would otherwise be dropped and
+ * the whole log answered as if it had matched.
+ */
 export const auditQuery = z.object({
   user: str(200).trim().optional(),
   client_id: str(200).trim().optional(),
   action: str(100).trim().optional(),
   outcome: z.enum(['success', 'failure', '']).optional(),
-  ip: str(100).trim().optional(),
+  ip: ipFilter.optional(),
   from: z.union([timestamp, z.literal('')]).optional(),
   to: z.union([timestamp, z.literal('')]).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.union([z.string().regex(/^\d{1,18}$/, 'must be the next_cursor of a previous page'), z.literal('')]).optional(),
   format: z.enum(['json', 'csv', 'ndjson']).default('json'),
-});
+}).strict();
 
 export type AuditQuery = z.infer<typeof auditQuery>;
 

@@ -48,6 +48,16 @@ function assertPlainAddress(addr: string): void {
   if (!addr.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(addr)) throw new Error('not dotted-quad');
 }
 
+/** Whether `text` is one IP address written as `assertPlainAddress` accepts it (no range). */
+export function isPlainAddress(text: string): boolean {
+  try {
+    assertPlainAddress(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Normalizes a whole list; collects every bad entry so a caller can name them all. */
 export function normalizeAllowList(entries: string[]): { entries: string[]; invalid: string[] } {
   const out = new Set<string>();

@@ -58,6 +58,8 @@ describe('admin API: the audit log', () => {
     expect(await get('client_id=crm')).toStrictEqual(['bob@crm', 'alice@crm']);
     expect(await get('outcome=failure')).toStrictEqual(['alice@wiki']);
     expect(await get('ip=10.0.0.1')).toStrictEqual(['bob@crm', 'alice@crm']);
+    expect(await get('ip=%3A%3Affff%3A10.0.0.1'), 'an IPv4-mapped address is its IPv4 address').toStrictEqual(['bob@crm', 'alice@crm']);
+    expect(await get('ip=&user=&client_id=&outcome=&from=&to=&cursor='), 'empty fields, as a form sends them, mean any').toStrictEqual(['bob@crm', 'alice@wiki', 'alice@crm']);
     expect(await get('from=2026-01-02T00:00:00Z')).toStrictEqual(['bob@crm', 'alice@wiki']);
     expect(await get('to=2026-01-02'), 'a bare date as to includes that day').toStrictEqual(['alice@wiki', 'alice@crm']);
     expect(await get('from=2026-01-02T00:00&to=2026-01-02T23:00')).toStrictEqual(['alice@wiki']);
@@ -116,6 +118,32 @@ describe('admin API: the audit log', () => {
     expect(lines.map((l) => l.username), 'NDJSON keeps values as they are').toStrictEqual(['=HYPERLINK("http://evil.example","x")', '+cmd', '-2+3']);
     const [exported] = (await app.http.get('/api/admin/audit?action=audit.export&limit=1', admin.as)).body.entries;
     expect(exported.details.actor, 'the export itself is audited').toBe(admin.user.username);
+  });
+
+  it('refuses an unknown or misspelled filter and a malformed address with 400, on pages and exports alike', async () => {
+    await seed(unique('test.strict.'), [{ username: 'carol', ip: '10.0.0.9' }]);
+    const refusal = async (q: string) => {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      expect(res.status, `${q} -> ${res.status} ${res.text.slice(0, 200)}`).toBe(400);
+      expect(res.body.error, q).toBe('validation_error');
+      expect(String(res.headers['content-type']), q).toMatch(/^application\/json/);
+      return res.body.details as Array<{ path: string; message: string }>;
+    };
+    for (const [q, key] of [['user[]=carol', 'user[]'], ['usr=carol', 'usr'], ['user=carol&clientid=crm', 'clientid'],
+      ['ip_address=10.0.0.9&format=csv', 'ip_address'], ['format=ndjson&page=2', 'page']]) {
+      const details = await refusal(q);
+      expect(details.map((d) => d.message).join(' '), q).toContain(`"${key}"`);
+    }
+    for (const q of ['ip=notanip', 'ip=10.0.0.256', 'ip=127.1', 'ip=010.0.0.1', 'ip=10.0.0.9%20x', 'ip=notanip&format=csv', 'ip=1%3A%3A%3A2&format=ndjson']) {
+      expect(await refusal(q), q).toStrictEqual([{ path: 'ip', message: 'must be an IPv4 or IPv6 address' }]);
+    }
+    for (const q of ['ip=10.0.0.0%2F8', 'ip=2001%3Adb8%3A%3A%2F32&format=csv']) {
+      expect(await refusal(q), q).toStrictEqual([{ path: 'ip', message: 'must be one IP address: ranges (CIDR) are not supported' }]);
+    }
+    for (const q of ['ip=10.0.0.9', 'ip=%2010.0.0.9%20', 'ip=2001%3ADB8%3A%3A1', 'ip=', 'ip=10.0.0.9&format=csv', 'ip=10.0.0.9&format=ndjson&limit=5']) {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      expect(res.status, `${q} -> ${res.status} ${res.text.slice(0, 200)}`).toBe(200);
+    }
   });
 
   it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {

@@ -98,6 +98,38 @@ describe('admin panel over HTTP', () => {
     expect(refused.text).toMatch(/must not contain NUL characters/);
   });
 
+  it('takes the audit page\'s own form, pager and export links, and refuses an unknown key or a malformed address on the page', async () => {
+    const s = await signInPage(app, adminUser);
+    const action = `test.panel.${Date.now()}`;
+    await app.db.query(
+      `INSERT INTO audit_log (action, outcome, username, ip_address, details) SELECT $1, 'success', 'u' || g, '10.1.2.3', '{}' FROM generate_series(1, 51) AS g`,
+      [action],
+    );
+    // what the browser sends for the form: every field, the empty ones too
+    const first = await s.get(`/admin/audit?user=&client_id=&action=${action}&outcome=&ip=10.1.2.3&from=&to=`);
+    expect(first.status, first.text.slice(0, 300)).toBe(200);
+    const links = (rel: RegExp) => [...first.text.matchAll(/href="([^"]*)"/g)].map((m) => m[1].replace(/&amp;/g, '&')).filter((h) => rel.test(h));
+    const [older] = links(/^\/admin\/audit\?.*cursor=/);
+    expect(older, 'a link to the older entries').toBeTruthy();
+    const second = await s.get(older);
+    expect(second.status, older).toBe(200);
+    expect(second.text).toMatch(/« Newest/);
+    const exports = links(/^\/api\/admin\/audit\?/);
+    expect(exports).toHaveLength(2);
+    for (const href of exports) {
+      const res = await s.get(href);
+      expect(res.status, href).toBe(200);
+      expect(res.text.trim().split('\n').length, href).toBeGreaterThanOrEqual(51);
+    }
+    for (const [path, problem] of [[`/admin/audit?action=${action}&user[]=x`, /Unrecognized key: &#34;user\[\]&#34;/],
+      ['/admin/audit?ip=notanip', /must be an IPv4 or IPv6 address/], ['/admin/audit?ip=10.1.2.0%2F24', /ranges \(CIDR\) are not supported/]] as const) {
+      const res = await s.get(path);
+      expect(res.status, path).toBe(400);
+      expect(res.text, path).toMatch(problem);
+      expect(res.text, path).not.toMatch(/data-audit-id=/);
+    }
+  });
+
   it('drops a one-time secret that was not shown on its page at the next admin page', async () => {
     const s = await signInPage(app, adminUser);
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
