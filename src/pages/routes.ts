@@ -73,7 +73,7 @@ export const PAGE_ROUTES = [
   route({
     method: 'get', path: '/sso/logout', tag: 'Pages', access: 'page', limit: 'none',
     summary: 'Sign out in the browser',
-    responses: { 200: html('Signed out'), 303: redirect('Signed out: back to the client or the sign-in page') },
+    responses: { 200: html('Signed out') },
     handle: login.handle((h) => h.logout),
   }),
   route({

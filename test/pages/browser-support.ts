@@ -30,17 +30,28 @@ export async function expectAccessible(page: Page, name: string): Promise<void> 
 
 /** How wide the page is against the viewport, and the widest elements that stick out (for the message). */
 export async function overflow(page: Page): Promise<{ scrollWidth: number; innerWidth: number; culprits: string[] }> {
-  return page.evaluate(() => {
-    const innerWidth = window.innerWidth;
+  // The width the context was given, not window.innerWidth: in a mobile context (isMobile)
+  // Chromium widens the layout viewport to fit content that sticks out, and zooms out, so
+  // innerWidth and scrollWidth grow together and the overflow would go unseen.
+  const width = page.viewportSize()?.width;
+  return page.evaluate((given) => {
+    const innerWidth = given ?? window.innerWidth;
     const culprits: string[] = [];
+    // content scrolling inside a box of its own (overflow-x: auto) does not widen the page
+    const clipped = (el: Element): boolean => {
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        if (getComputedStyle(p).overflowX !== 'visible') return true;
+      }
+      return false;
+    };
     for (const el of Array.from(document.querySelectorAll('body *'))) {
       const r = el.getBoundingClientRect();
-      if (r.right > innerWidth + 0.5 && r.width > 0) {
+      if (r.right > innerWidth + 0.5 && r.width > 0 && !clipped(el)) {
         culprits.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className.split(' ').join('.')}` : ''} right=${Math.round(r.right)}`);
       }
     }
     return { scrollWidth: document.documentElement.scrollWidth, innerWidth, culprits: culprits.slice(0, 8) };
-  });
+  }, width);
 }
 
 /** Fails when the document is wider than the viewport (sideways scrolling of the page). */

@@ -130,6 +130,28 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       expect(problems).toStrictEqual([]);
     });
 
+    it(`${size.name}: the password and sessions pages, and forgot and reset password`, async () => {
+      const problems: string[] = [];
+      const user = await makeUser(app, { fullName: 'Bartholomew Featherstonehaugh-Cholmondeley' });
+      // a second session, from a program whose User-Agent the page shows as it is: one long word
+      await app.http.post('/api/auth/login', { login: user.username, password: user.password }, {
+        headers: { 'user-agent': 'CorporateDirectorySyncAgent/12.4.1-build.20261126+linux-x86_64-glibc2.36' },
+      });
+      const page = watchConsole(await (await open()).newPage(), problems);
+      await signInPage(page, url, user.username, user.password);
+      await page.goto(`${url}/account/password`);
+      await check(page, size.name, 'account-password', problems);
+      await page.goto(`${url}/account/sessions`);
+      expect(await page.locator('tr[data-session]').count()).toBe(2);
+      await check(page, size.name, 'account-sessions', problems);
+      const visitor = watchConsole(await (await open()).newPage(), problems);
+      await visitor.goto(`${url}/forgot-password`);
+      await check(visitor, size.name, 'forgot-password', problems);
+      await visitor.goto(`${url}/reset-password?token=no-such-link`);
+      await check(visitor, size.name, 'reset-password-refused', problems);
+      expect(problems).toStrictEqual([]);
+    });
+
     it(`${size.name}: the account security page in each state and the second sign-in step`, async () => {
       const problems: string[] = [];
       const user = await makeUser(app, { fullName: 'Bartholomew Featherstonehaugh-Cholmondeley' });
