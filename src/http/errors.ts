@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { isApiPath } from './api-paths.ts';
 import { outageCause } from './unavailable.ts';
 
 /**
@@ -117,9 +118,13 @@ const PAGE_TITLES: Record<number, string> = {
   503: 'Try again in a moment',
 };
 
-/** Outside /api, a client that prefers HTML to JSON (a browser) is answered with an error page. */
+/**
+ * Outside the API and the probes, a client that prefers HTML to JSON (a browser) is answered
+ * with an error page. The path is the one Express routed (src/http/api-paths.ts): this handler
+ * is the app's own, so `req.url` is the whole URL again here.
+ */
 function wantsPage(req: Parameters<RequestHandler>[0]): boolean {
-  return !req.originalUrl.startsWith('/api') && req.accepts(['json', 'html']) === 'html';
+  return !isApiPath(req.path) && req.accepts(['json', 'html']) === 'html';
 }
 
 /** The answer for any other path no router claimed (after every router and apiNotFound). */

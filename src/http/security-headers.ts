@@ -5,15 +5,7 @@
  */
 import type { RequestHandler } from 'express';
 import helmet from 'helmet';
-
-/**
- * The answers that are read by programs, not shown in a browser: the JSON API and the probes.
- * Everything else (pages, forms, assets, the API reference at /docs) is a page.
- */
-export function isApiPath(url: string): boolean {
-  return url.startsWith('/api/') || url === '/healthz' || url === '/readyz' || url === '/metrics'
-    || url.startsWith('/healthz?') || url.startsWith('/readyz?') || url.startsWith('/metrics?');
-}
+import { isApiPath } from './api-paths.ts';
 
 /**
  * The short fixed header set of an API answer: the body is never sniffed into something
@@ -70,7 +62,7 @@ export function pageHeaders(options: { production: boolean }): RequestHandler {
   });
 }
 
-/** API answers get `api`, every other answer `pages`. */
+/** API answers get `api`, every other answer `pages`, by the path as Express routes it (src/http/api-paths.ts). */
 export function headersByKind(api: RequestHandler, pages: RequestHandler): RequestHandler {
-  return (req, res, next) => (isApiPath(req.url) ? api(req, res, next) : pages(req, res, next));
+  return (req, res, next) => (isApiPath(req.path) ? api(req, res, next) : pages(req, res, next));
 }

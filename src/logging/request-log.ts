@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { isProbePath } from '../http/api-paths.ts';
 import { whenResponseDone } from '../http/response-done.ts';
 
 /** An incoming X-Request-Id we are willing to reuse: short, printable, no separators to inject. */
@@ -9,9 +10,6 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** Query strings mentioning any of these may carry a credential (e.g. the ?token= of the SSO redirect). */
 const SENSITIVE_QUERY = /token|secret|passw|code|totp|session|auth|key|sig|jwt/i;
-
-/** Paths polled by probes and scrapers: logged at debug so they do not drown the rest. */
-const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** The request id for this request: the caller's X-Request-Id when sane, else a new UUID. */
 export function requestIdFor(req: IncomingMessage): string {
@@ -56,7 +54,8 @@ function levelFor(req: LoggedRequest, res: ServerResponse): 'error' | 'warn' | '
   // 503 is an outage of the database or Redis (already logged with its cause), not a bug
   if (res.statusCode === 503) return 'warn';
   if (res.statusCode >= 500) return 'error';
-  if (QUIET_PATHS.has((req.url ?? '').split('?')[0])) return 'debug';
+  // probes and scrapers poll: at debug, so they do not drown the rest (however they write the path)
+  if (isProbePath((req.originalUrl ?? req.url ?? '').split(/[?#]/, 1)[0])) return 'debug';
   return 'info';
 }
 
