@@ -44,11 +44,15 @@ export function createApp(deps: AppDeps): Express {
   // The app-wide steps every request passes before the routers, named so the fast path of
   // the hot routes (below) runs these very functions.
   const production = config.NODE_ENV === 'production';
-  const logRequest = requestLogger(logger); // first: every answer, errors included, has a request id and a log line
+  const logRequest = requestLogger(logger); // the first app-wide step: every answer, errors included, has a request id and a log line
   const timeRequest = httpMetrics(deps.deps.metrics);
   const securityHeaders = headersByKind(apiHeaders({ production }), pageHeaders({ production })); // API: a short fixed set; pages: CSP without inline script, nosniff, no framing
   const jsonBody = express.json({ limit: JSON_BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'] });
+  const declared = mountRoutes(ROUTES, deps);
 
+  // A route's own answer headers (the legacy route's Deprecation) before anything else: then
+  // whatever step answers, the JSON checks below included, they are on the answer.
+  for (const { method, path, step } of declared.headers) app[method](path, step);
   app.use(logRequest);
   app.use(timeRequest);
   app.use(securityHeaders);
@@ -60,7 +64,6 @@ export function createApp(deps: AppDeps): Express {
 
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
   // validation) never load a session or look for a signed-in user.
-  const declared = mountRoutes(ROUTES, deps);
   app.use(declared.sessionless);
 
   app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them

@@ -111,19 +111,21 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
   }
   const description = [op.description, ACCESS_TEXT[op.access], op.limit && LIMIT_TEXT[op.limit]].filter(Boolean).join('\n\n');
   const responses: Record<string, JsonSchema> = {};
+  // the route's own headers are on every answer it gives (docs/declaring-routes.md)
+  const ownHeaders = Object.fromEntries(Object.entries(op.headers ?? {}).map(([name, value]) => [name, { description: 'On every answer of this operation', schema: { type: 'string', const: value } }]));
   for (const [status, r] of Object.entries({ ...implicitResponses(op), ...op.responses })) {
     const main = r.schema
       ? { [r.mediaType ?? 'application/json']: { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
       : r.mediaType ? { [r.mediaType]: {} } : {};
     const content: JsonSchema = { ...main };
     for (const alt of r.alternatives ?? []) content[alt.mediaType] = alt.schema ? { schema: outputSchema(alt.schema, components) } : {};
-    const headers = r.headers ? Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) : undefined;
-    responses[status] = { description: r.description, ...(headers ? { headers } : {}), ...(Object.keys(content).length ? { content } : {}) };
+    const headers = { ...ownHeaders, ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) };
+    responses[status] = { description: r.description, ...(Object.keys(headers).length ? { headers } : {}), ...(Object.keys(content).length ? { content } : {}) };
   }
   if (!NO_STORE_PATHS.has(op.path) && !('503' in responses)) {
     responses['503'] = {
       description: OUTAGE_DESCRIPTION,
-      headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
+      headers: { ...ownHeaders, 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
       content: {
         ...(op.access.startsWith('page') ? { 'text/html': {} } : {}),
         'application/json': { schema: outputSchema(errorBody, components) },

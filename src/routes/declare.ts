@@ -97,7 +97,14 @@ export interface Route<A extends Access = Access, B = unknown, Q = unknown, P = 
   hot?: boolean;
   /** Served only when the condition on the services holds (the demo pages outside production). */
   when?: (s: RouteServices) => boolean;
-  /** Extra steps after the body is parsed and before the guards: response headers, the sign-in target. */
+  /**
+   * Headers on every answer of the route, whichever step gives it (the legacy route's
+   * Deprecation and Link): set before the app-wide steps, whose refusals (malformed JSON,
+   * another content type, a body too large, unstorable text) come before the route's own
+   * steps, by Express and the fast path alike (src/routes/mount.ts, answerHeaders).
+   */
+  headers?: Record<string, string>;
+  /** Extra steps after the body is parsed and before the guards (the sign-in page's target client). */
   before?: (s: RouteServices) => RequestHandler[];
   /** Builds the handler once, from the services. */
   handle: (s: RouteServices, routes: readonly AnyRoute[]) => RouteHandler<A, B, Q, P>;

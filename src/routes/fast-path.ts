@@ -12,7 +12,7 @@ type Step = RequestHandler | ErrorRequestHandler;
 /** A hot route as the fast path serves it: its method and path, and every step in order. */
 export interface FastRoute {
   route: AnyRoute;
-  /** The app-wide steps a request passes before any router, then the route's own chain. */
+  /** The route's answer headers, the app-wide steps a request passes before any router, then the route's own chain. */
   steps: readonly Step[];
   /** Where the route's own steps begin in `steps` (after the app-wide ones). */
   routeStart: number;
@@ -29,8 +29,8 @@ export interface FastRoute {
  * so this runs the steps itself.
  *
  * What it runs is not a copy: `steps` are the very functions Express runs for the route, in
- * the same order (request id and log line, metric, security headers, the JSON body checks,
- * the text guard, then `chainOf(route)`: no-store, the route's own headers, body schema,
+ * the same order (the route's answer headers, request id and log line, metric, security
+ * headers, the JSON body checks, the text guard, then `chainOf(route)`: no-store, body schema,
  * client credentials, allow list, rate limit, handler); the request and response get
  * Express's prototypes, as Express gives them, and errors reach the same error handler. Two
  * pieces are leaner than Express's for the plain case and hand every other case to it

@@ -30,6 +30,23 @@ function checkParams(schema: NonNullable<AnyRoute['params']>): RequestHandler {
   };
 }
 
+/**
+ * Sets a route's own answer headers (`headers` of its declaration), then goes on. Mounted as
+ * a route of its own, so Express matches it exactly as it matches the route; but Express then
+ * marks the request with that route (req.route), which the metric reads as the route entered
+ * (src/metrics/http.ts): the mark is taken off, so a request refused before the route is
+ * entered counts as unmatched, as on every other route and on the fast path.
+ */
+function answerHeaders(headers: Record<string, string>): RequestHandler {
+  const pairs = Object.entries(headers);
+  return (req, res, next) => {
+    for (const [name, value] of pairs) res.setHeader(name, value);
+    const marked = req as { route?: unknown };
+    if (marked.route !== undefined) marked.route = undefined; // (the fast path has none to take off)
+    next();
+  };
+}
+
 /** Whether a route is served before sessions are loaded. */
 export function isSessionless(route: AnyRoute): boolean {
   return route.sessionless ?? (route.access === 'client' || route.access === 'client+ip');
@@ -80,14 +97,21 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
 
 /** What the app mounts, generated from the declarations. */
 export interface MountedRoutes {
+  /**
+   * The answer headers of the routes that declare them, to mount in front of every app-wide
+   * step (src/app.ts), so that an answer the body parser or the JSON check gives carries them
+   * too: the route's method and path, as Express matches them, and the step that sets them.
+   */
+  headers: Array<{ method: AnyRoute['method']; path: string; step: RequestHandler }>;
   /** The routes served before the session middleware. */
   sessionless: Router;
   /** The rest. */
   withSession: Router;
   /**
    * The hot routes for the fast path (src/routes/fast-path.ts), each with the very chain
-   * instances its router mounts: after `appSteps` (what Express runs before its routers),
-   * the route entered, its chain, and what Express would run should the chain fall through (404).
+   * instances its router mounts: its answer headers (as `headers`), `appSteps` (what Express
+   * runs before its routers), the route entered, its chain, and what Express would run should
+   * the chain fall through (404).
    */
   hot(appSteps: readonly RequestHandler[]): FastRoute[];
 }
@@ -96,19 +120,27 @@ export interface MountedRoutes {
 export function mountRoutes(routes: readonly AnyRoute[], s: RouteServices): MountedRoutes {
   const sessionless = Router();
   const withSession = Router();
-  const hot: Array<{ route: AnyRoute; chain: RequestHandler[] }> = [];
+  const headers: MountedRoutes['headers'] = [];
+  const hot: Array<{ route: AnyRoute; ownHeaders: RequestHandler[]; chain: RequestHandler[] }> = [];
   for (const route of routes) {
     if (route.when && !route.when(s)) continue;
     const chain = chainOf(route, s, routes);
     (isSessionless(route) ? sessionless : withSession)[route.method](route.path, ...chain);
+    const ownHeaders = route.headers ? [answerHeaders(route.headers)] : [];
+    for (const step of ownHeaders) headers.push({ method: route.method, path: route.path, step });
     if (route.hot) {
       if (!isSessionless(route) || route.onError) throw new Error(`${route.method} ${route.path}: a hot route is served before sessions and has no error page`);
-      hot.push({ route, chain: chain as RequestHandler[] });
+      hot.push({ route, ownHeaders, chain: chain as RequestHandler[] });
     }
   }
   return {
+    headers,
     sessionless,
     withSession,
-    hot: (appSteps) => hot.map(({ route, chain }) => ({ route, steps: [...appSteps, enterRoute(route), ...chain, apiNotFound], routeStart: appSteps.length })),
+    hot: (appSteps) => hot.map(({ route, ownHeaders, chain }) => ({
+      route,
+      steps: [...ownHeaders, ...appSteps, enterRoute(route), ...chain, apiNotFound],
+      routeStart: ownHeaders.length + appSteps.length,
+    })),
   };
 }

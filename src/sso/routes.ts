@@ -1,16 +1,11 @@
-import type { RequestHandler } from 'express';
 import { clientIp, normalizeIp } from '../http/client-ip.ts';
 import { badClient, err, invalid, limited } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { type DocResponse, route } from '../routes/declare.ts';
 import { issueTokenSchema, logoutTokenSchema, validateTokenSchema } from './schemas.ts';
 
-/** Marks the legacy route as superseded by /api/sso/validate. */
-const legacyHeaders: RequestHandler = (_req, res, next) => {
-  res.setHeader('Deprecation', 'true');
-  res.setHeader('Link', '</api/sso/validate>; rel="successor-version"');
-  next();
-};
+/** Marks every answer of the legacy route as superseded by /api/sso/validate. */
+const LEGACY_HEADERS = { Deprecation: 'true', Link: '</api/sso/validate>; rel="successor-version"' };
 
 const jwt = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VyX2lkIjoiNyJ9.c2lnbmF0dXJl';
 const creds = { client_id: 'shop', client_secret: 'kq3vZl0b5H3o0f7J9yVwz2mQn8xR1tUe4sAa6dCc' };
@@ -38,7 +33,7 @@ const validateResponses = (legacy: boolean): Record<number, DocResponse> => {
 const validateRoute = (legacy: boolean) => route({
   method: 'post', path: legacy ? '/api/validate-token' : '/api/sso/validate', tag: 'SSO',
   access: legacy ? 'client+ip' : 'client', limit: 'validation', hot: true,
-  before: legacy ? () => [legacyHeaders] : undefined,
+  headers: legacy ? LEGACY_HEADERS : undefined,
   summary: legacy ? 'Validate a token (legacy; IP allow list)' : 'Validate and consume an SSO token',
   description: legacy
     ? 'Same body and answers as POST /api/sso/validate; answers carry `Deprecation: true` and `Link: </api/sso/validate>; rel="successor-version"`.'
