@@ -83,10 +83,15 @@ export const SSO_ROUTES = [
   route({
     method: 'post', path: '/api/sso/logout', tag: 'SSO', access: 'client', limit: 'none',
     summary: 'Sign a user out from a client system',
-    description: 'Give any token this client received for the user (used or expired is fine). Ends the user\'s sessions, invalidates their unused tokens for this client, emits user.logout.',
+    description: 'Give any token this client received for the user (used or expired is fine). Invalidates that user\'s unused tokens for this client '
+      + '(`invalidated_tokens` counts them), audits and emits user.logout. The user\'s sessions at this service and their tokens for other clients are left as they are.',
     body: logoutTokenSchema,
     example: { ...creds, token: jwt },
-    responses: { 200: { description: 'Signed out', schema: R.clientLogout, example: { success: true, invalidated_tokens: 1 } }, 400: invalid, 401: badClient },
+    responses: {
+      200: { description: 'Signed out', schema: R.clientLogout, example: { success: true, invalidated_tokens: 1 } },
+      400: invalid,
+      401: err('Invalid client credentials (`invalid_client`), or a token that was not issued to this client (`invalid_token`)', { error: 'invalid_token', message: 'The token is invalid' }),
+    },
     /** A client system ends a user's sign-in there: that user's unused tokens for this client die. */
     handle: ({ auth }) => async ({ req, res, body, client }) => {
       const { invalidatedTokens } = await auth.logoutByClientToken(client.client_id, body.token, {

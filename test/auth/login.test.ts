@@ -243,6 +243,22 @@ describe('sign-out', () => {
     expect(audit.length).toBe(1);
   });
 
+  it('POST /api/sso/logout leaves the user\'s session at this service, as its reference says', async () => {
+    const portal = await makeClient(app);
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const token = await issue(portal, user.username);
+    const out = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token });
+    expect(out.body).toStrictEqual({ success: true, invalidated_tokens: 1 });
+    const profile = await app.http.get('/api/user', { headers: { cookie: cookie! } });
+    expect(profile.status, 'the session at this service is not ended').toBe(200);
+
+    const documented = (await app.http.get('/api/openapi.json')).body.paths['/api/sso/logout'].post;
+    expect(documented.description).not.toMatch(/ends the user's sessions/i);
+    expect(documented.description).toMatch(/unused tokens for this client/);
+    expect(documented.responses['401'].description).toMatch(/invalid_token/);
+  });
+
   it('POST /api/sso/logout accepts a token that has since expired', async () => {
     const portal = await makeClient(app);
     const user = await makeUser(app);
