@@ -17,7 +17,7 @@ import { createTwoFactor } from './two-factor.ts';
 export const OWN_SYSTEM = 'auth-service';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
-export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change';
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable';
 
 /** A sign-in attempt as the routes hand it over. */
 export interface LoginInput {
@@ -153,6 +153,15 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     },
 
     checkCredentials,
+
+    /**
+     * The signed-in user proves their password again before a change that a borrowed session
+     * must not make (turning two-step verification on would lock the owner out). A wrong one
+     * counts as a failed sign-in, toward the lock: 401 invalid_credentials, 423 account_locked.
+     */
+    async confirmPassword(user: Pick<UserRecord, 'username'>, password: string, ctx: { ipAddress: string; userAgent: string | null; via: AuthChannel }): Promise<void> {
+      await checkCredentials({ login: user.username, password, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, via: ctx.via }, { secondFactor: false });
+    },
 
     logoutUser,
 

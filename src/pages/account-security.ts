@@ -6,7 +6,7 @@ import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { flashNext, renderPage } from './render.ts';
-import { securityCodeSchema } from './schemas.ts';
+import { securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
 declare module 'express-session' {
   interface SessionData {
@@ -27,6 +27,9 @@ const CODE_MESSAGES: Record<string, string> = {
   totp_reused: 'That code was already used. Wait for the next code to appear in your authenticator app, then enter it.',
   validation_error: 'Enter the code from your authenticator app.',
 };
+
+/** Refusals of the current password asked when turning two-step verification on. */
+const PASSWORD_REFUSALS = new Set(['invalid_credentials', 'account_locked']);
 
 /** Confirming the setup takes only a code from the app (recovery codes come after). */
 const ENABLE_INVALID = 'That code is not valid. Enter the 6-digit code your authenticator app shows for this key.';
@@ -58,9 +61,14 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     const revealed = req.session.revealedRecoveryCodes;
     if (revealed) delete req.session.revealedRecoveryCodes;
     const err = options.error;
-    const message = err instanceof AppError
-      ? (options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID : (CODE_MESSAGES[err.code] ?? err.message))
-      : undefined;
+    const details = fieldErrorsOf(err);
+    // the enable form's password was refused, or left out while the code was given
+    const aboutPassword = options.form === 'enable' && err instanceof AppError
+      && (PASSWORD_REFUSALS.has(err.code) || (err.code === 'validation_error' && details.current_password !== undefined && details.code === undefined));
+    const message = !(err instanceof AppError) ? undefined
+      : aboutPassword ? (err.code === 'invalid_credentials' ? 'The current password is wrong.' : err.code === 'validation_error' ? 'Enter your current password.' : err.message)
+      : options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID
+      : (CODE_MESSAGES[err.code] ?? err.message);
     renderPage(req, res, 'account-security', {
       nav: 'security',
       totpEnabled: status.totp_enabled,
@@ -71,7 +79,9 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
       status: options.status,
       flash: message ? [{ type: 'error', text: message }] : [],
       // the field of the form that was sent is marked, with the page's wording
-      fieldErrors: message && options.form ? { [`${options.form}_code`]: message, ...omitCode(fieldErrorsOf(err)) } : {},
+      fieldErrors: !message || !options.form ? {}
+        : aboutPassword ? { enable_password: message }
+        : { [`${options.form}_code`]: message, ...omitFields(details) },
     });
   }
 
@@ -83,8 +93,10 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
   };
 
   const enable: RequestHandler = async (req, res) => {
-    const { code } = input(res, securityCodeSchema);
-    const { recovery_codes } = await twoFactor.enable(res.locals.user as UserRecord, code, context(req));
+    const { code, current_password: password } = input(res, securityEnableSchema);
+    const user = res.locals.user as UserRecord;
+    await deps.auth.confirmPassword(user, password, { ...context(req), via: 'totp_enable' });
+    const { recovery_codes } = await twoFactor.enable(user, code, context(req));
     req.session.revealedRecoveryCodes = { codes: recovery_codes, reason: 'enabled' };
     flashNext(req, { type: 'success', text: 'Two-step verification is on. From now on, signing in asks for a code from your app.' });
     res.redirect(303, `${SECURITY_PATH}#recovery-codes`);
@@ -110,6 +122,11 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
    * form (CSRF) gets the error page and changes nothing.
    */
   const failed = (form: CodeForm | null): ErrorRequestHandler => (err, req, res, next) => {
+    if (err instanceof AppError && form === 'enable' && PASSWORD_REFUSALS.has(err.code) && req.session) {
+      for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+      render(req, res, { status: err.status, form: 'enable', error: err }).catch(next);
+      return;
+    }
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status) || !req.session) return next(err);
     if (err.status === 409) {
       // already on / already off / no setup: the page as it is now explains itself
@@ -123,7 +140,8 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
   return { show, setup, enable, regenerate, disable, failed };
 }
 
-function omitCode(errors: Record<string, string>): Record<string, string> {
-  const { code: _code, ...rest } = errors;
+/** Field errors other than the code and the password, which the forms mark under their own names. */
+function omitFields(errors: Record<string, string>): Record<string, string> {
+  const { code: _code, current_password: _password, ...rest } = errors;
   return rest;
 }

@@ -5,7 +5,7 @@ import { dashboardHandlers } from './dashboard.ts';
 import { demoCallback } from './demo.ts';
 import { loginHandlers } from './login.ts';
 import { clientTarget, serviceTarget } from './login-target.ts';
-import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, securityCodeSchema } from './schemas.ts';
+import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
 const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, lockMinutes: s.deps.config.LOCKOUT_MINUTES }));
 const dashboard = handlersFrom((s) => dashboardHandlers(s));
@@ -123,9 +123,13 @@ export const PAGE_ROUTES = [
   }),
   route({
     method: 'post', path: '/account/security/totp/enable', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
-    summary: 'Turn two-step verification on with a code of the new key; the recovery codes are shown once on the page that follows',
-    body: securityCodeSchema, example: { code: '123456' },
-    responses: { 303: redirect('To /account/security#recovery-codes'), ...codeRefused },
+    summary: 'Turn two-step verification on with a code of the new key and the current password; the recovery codes are shown once on the page that follows',
+    body: securityEnableSchema, example: { code: '123456', current_password: 'correct horse battery' },
+    responses: {
+      303: redirect('To /account/security#recovery-codes'), ...codeRefused,
+      401: html('The current password is wrong: the page again, the password field marked'),
+      423: html('Account locked by wrong passwords: the page again, saying for how long'),
+    },
     handle: security.handle((h) => h.enable),
     onError: security.onError((h) => h.failed('enable')),
   }),

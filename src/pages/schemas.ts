@@ -41,6 +41,9 @@ export const linkFormSchema = z.object({
 /** Account security: a TOTP code or a recovery code (to confirm, to make new codes, to turn off). */
 export const securityCodeSchema = z.object({ code: z.string().trim().min(1, 'Enter the code from your authenticator app').max(64) });
 
+/** Turning two-step verification on: the code and the current password again. */
+export const securityEnableSchema = securityCodeSchema.extend({ current_password: z.string().min(1, 'Enter your current password').max(1024) });
+
 /** Dashboard: unlink, or sign in to, one client system. */
 export const clientFormSchema = z.object({ client_id: clientId });
 

@@ -9,7 +9,7 @@ import { clientIp } from '../http/client-ip.ts';
 import { err, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
-import { twoFactorCodeSchema } from './schemas.ts';
+import { twoFactorCodeSchema, twoFactorEnableSchema } from './schemas.ts';
 
 const user = { id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example' };
 const ctx = (req: Request) => ({ ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null });
@@ -50,15 +50,20 @@ export const USER_ROUTES = [
   }),
   route({
     method: 'post', path: '/api/user/2fa/enable', tag: 'User', access: 'user', limit: 'user',
-    summary: 'Turn two-factor on with one valid code; returns recovery codes once',
-    body: twoFactorCodeSchema,
-    example: { code: '123456' },
+    summary: 'Turn two-factor on with one valid code and the current password; returns recovery codes once',
+    description: 'The current password is asked again: a borrowed session or token must not be able to put its own authenticator on the account and lock the owner out. A wrong one counts as a failed sign-in, toward the lock.',
+    body: twoFactorEnableSchema,
+    example: { code: '123456', current_password: 'correct horse battery' },
     responses: {
       200: { description: 'Enabled; emits user.2fa_enabled', schema: R.totpEnabled },
       400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
-      401: unauthenticated, 409: err('Already enabled, or no setup started'), 429: limited,
+      401: err('Wrong current password (`invalid_credentials`), or nobody signed in (`unauthenticated`)', { error: 'invalid_credentials', message: 'Invalid login or password' }),
+      409: err('Already enabled, or no setup started'),
+      423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
+      429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body, user: me }) => {
+      await auth.confirmPassword(me, body.current_password, { ...ctx(req), via: 'totp_enable' });
       res.json({ totp_enabled: true, ...(await auth.twoFactor.enable(me, body.code, ctx(req))) });
     },
   }),

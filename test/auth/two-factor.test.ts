@@ -20,7 +20,7 @@ describe('TOTP two-factor', () => {
     const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers });
     expect(setup.status, setup.text).toBe(200);
     const secret = setup.body.secret as string;
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1) }, { headers });
+    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
     expect(enabled.status, enabled.text).toBe(200);
     return { user, secret, headers, setup: setup.body, recoveryCodes: enabled.body.recovery_codes as string[] };
   }
@@ -41,12 +41,19 @@ describe('TOTP two-factor', () => {
     expect(setup.body.qr_svg).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
     expect(setup.headers['cache-control']).toBe('no-store');
 
-    const wrong = await app.http.post('/api/user/2fa/enable', { code: '000000' === (await totpCode(setup.body.secret)) ? '111111' : '000000' }, { headers });
+    const wrong = await app.http.post('/api/user/2fa/enable', { code: '000000' === (await totpCode(setup.body.secret)) ? '111111' : '000000', current_password: user.password }, { headers });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toBe('invalid_totp');
     expect((await app.http.post('/api/user/2fa/enable', {}, { headers })).body.error).toBe('validation_error');
+    const noPassword = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret) }, { headers });
+    expect(noPassword.body.error, 'the current password is asked again').toBe('validation_error');
+    const wrongPassword = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret), current_password: 'not the password at all' }, { headers });
+    expect(wrongPassword.status).toBe(401);
+    expect(wrongPassword.body.error).toBe('invalid_credentials');
+    expect(wrongPassword.body.attempts_remaining, 'counted toward the lock').toBe(4);
+    expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled, 'still off').toBe(false);
 
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret) }, { headers });
+    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret), current_password: user.password }, { headers });
     expect(enabled.status, enabled.text).toBe(200);
     expect(enabled.body.totp_enabled).toBe(true);
     const codes = enabled.body.recovery_codes as string[];

@@ -163,6 +163,7 @@ describe.skipIf(browserMissing)('every page fits a phone, passes axe and logs no
       await page.waitForURL('**#setup');
       await check(page, size.name, 'security-setup', problems);
       const secret = (await page.locator('[data-field="totp-secret"]').innerText()).replace(/\s+/g, '');
+      await page.getByLabel('Your current password').fill(user.password);
       await page.getByLabel('Enter the 6-digit code the app shows').fill(await totpCode(secret, -1));
       await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
       await page.waitForURL('**#recovery-codes');

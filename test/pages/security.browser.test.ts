@@ -54,7 +54,16 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     await expectAccessible(page, 'security, setup');
     await saveScreenshot(page, 'security-setup');
 
+    // a wrong password: turning it on asks for the password again (a borrowed session must not lock the owner out)
+    await page.getByLabel('Your current password').fill('not the password at all');
+    await page.getByLabel('Enter the 6-digit code the app shows').fill(await totpCode(secret));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
+    expect(await fieldProblem(page, '#enable-password')).toBe('The current password is wrong.');
+    expect(await page.locator('[data-field="totp-state"]').innerText()).not.toBe('On');
+    await expectAccessible(page, 'security, wrong password');
+
     // a wrong code: the field is marked, its message under it, the banner as summary
+    await page.getByLabel('Your current password').fill(user.password);
     await page.getByLabel('Enter the 6-digit code the app shows').fill('000000');
     await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     expect(await fieldProblem(page, '#enable-code')).toMatch(/That code is not valid/);
@@ -64,6 +73,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     await saveScreenshot(page, 'security-setup-wrong-code');
 
     const firstCode = await totpCode(secret);
+    await page.getByLabel('Your current password').fill(user.password);
     await page.getByLabel('Enter the 6-digit code the app shows').fill(firstCode);
     await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     await page.waitForURL('**/account/security#recovery-codes');
@@ -123,6 +133,7 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     await clickAndLoad(page, page.getByRole('button', { name: 'Set up two-step verification' }));
     await page.waitForURL('**/account/security#setup');
     const secret = (await page.locator('[data-field="totp-secret"]').innerText()).replace(/\s+/g, '');
+    await page.getByLabel('Your current password').fill(user.password);
     await page.getByLabel('Enter the 6-digit code the app shows').fill(await totpCode(secret));
     await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
     await page.waitForURL('**/account/security#recovery-codes');

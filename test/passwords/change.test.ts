@@ -101,7 +101,7 @@ describe('changing a password', () => {
     const { cookie } = await signIn(app, user.username, user.password);
     const json = { cookie: cookie!, 'content-type': 'application/json' };
     const { secret } = (await app.http.post('/api/user/2fa/setup', undefined, { headers: json })).body;
-    expect((await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret) }, { headers: json })).status).toBe(200);
+    expect((await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret), current_password: user.password }, { headers: json })).status).toBe(200);
 
     const withoutCode = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD });
     expect(withoutCode.status).toBe(401);

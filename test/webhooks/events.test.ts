@@ -107,7 +107,7 @@ describe('each of the seven events arrives, signed, with its documented data', (
     const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers: auth });
     expect(setup.status, setup.text).toBe(200);
     const code = await generate({ secret: setup.body.secret });
-    const enable = await app.http.post('/api/user/2fa/enable', { code }, { headers: auth });
+    const enable = await app.http.post('/api/user/2fa/enable', { code, current_password: TEST_PASSWORD }, { headers: auth });
     expect(enable.status, enable.text).toBe(200);
     const data = await arrival('user.2fa_enabled', (d) => d.user_id === user.id);
     expect(data).toStrictEqual({ user_id: user.id, email: user.email });
