@@ -28,6 +28,22 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** How long the workers that carry on what requests started may take once the requests are answered. */
+const AFTER_DRAIN_MS = 8_000;
+
+/** Resolves when `work` does or after `ms`, whichever is first; `onTimeout` says which. */
+async function withDeadline(work: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    if ((await Promise.race([work.then(() => 'done' as const), late])) === 'late') onTimeout();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** One instance before it listens: the Express app, its services and an orderly stop. */
 export interface ServiceInstance {
   app: Express;
@@ -87,10 +103,18 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
     app,
     services,
     async stop(drain) {
+      // Every worker is waited for whatever another one does: one that fails to stop must not
+      // let the caller close the database under the others.
+      const stopping = (w: { stop(): Promise<void> }, name: string) => w.stop().catch((err: unknown) => logger.error({ err, worker: name }, 'worker failed to stop'));
       // A token issued while draining has its user.login delivery handed to the dispatcher,
       // which must still be taking them: stopped first, the delivery would wait out its lease.
-      const afterDrain = Promise.resolve(drain).then(() => Promise.all(afterRequests.map((w) => w.stop())));
-      await Promise.all([afterDrain, ...workers.map((w) => w.stop())]);
+      // They get AFTER_DRAIN_MS at most (the drain may have taken 15 s of the 25 s a stop has):
+      // an attempt cut off is made again when its lease ends, a mail not sent is logged.
+      const afterDrain = Promise.resolve(drain).catch(() => {}).then(() => withDeadline(
+        Promise.all(afterRequests.map((w) => stopping(w, 'after requests'))), AFTER_DRAIN_MS,
+        () => logger.warn({ ms: AFTER_DRAIN_MS }, 'webhook attempts or reset mail still running at shutdown; leaving them'),
+      ));
+      await Promise.all([afterDrain, ...workers.map((w) => stopping(w, 'background'))]);
       await limiters.close();
     },
   };

@@ -28,6 +28,12 @@ const CODE_MESSAGES: Record<string, string> = {
   validation_error: 'Enter the code from your authenticator app.',
 };
 
+/** The page's words for a wrong current password, with the service's warning when one more locks the account. */
+export function wrongPassword(err: AppError): string {
+  const warning = err.message.replace(/^Invalid login or password\.\s*/, '');
+  return warning ? `The current password is wrong. ${warning}` : 'The current password is wrong.';
+}
+
 /** Refusals of the current password asked when turning two-step verification on. */
 const PASSWORD_REFUSALS = new Set(['invalid_credentials', 'account_locked']);
 
@@ -66,7 +72,7 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     const aboutPassword = options.form === 'enable' && err instanceof AppError
       && (PASSWORD_REFUSALS.has(err.code) || (err.code === 'validation_error' && details.current_password !== undefined && details.code === undefined));
     const message = !(err instanceof AppError) ? undefined
-      : aboutPassword ? (err.code === 'invalid_credentials' ? 'The current password is wrong.' : err.code === 'validation_error' ? 'Enter your current password.' : err.message)
+      : aboutPassword ? (err.code === 'invalid_credentials' ? wrongPassword(err) : err.code === 'validation_error' ? 'Enter your current password.' : err.message)
       : options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID
       : (CODE_MESSAGES[err.code] ?? err.message);
     renderPage(req, res, 'account-security', {

@@ -7,6 +7,7 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
 import { changePasswordFormSchema, endSessionFormSchema } from './account-schemas.ts';
+import { wrongPassword } from './account-security.ts';
 import { flashNext, renderPage } from './render.ts';
 
 function context(req: Request) {
@@ -21,7 +22,7 @@ function pageUser(res: Response): UserRecord | undefined {
 /** What the form's refusal says to the person, by error code. */
 function problemText(err: AppError): string {
   switch (err.code) {
-    case 'invalid_credentials': return 'The current password is wrong.';
+    case 'invalid_credentials': return wrongPassword(err);
     case 'account_locked': return `Too many wrong passwords. Try again in ${Number(err.extra.remaining_minutes) || 1} minute(s).`;
     case 'validation_error': {
       const details = err.extra.details as Array<{ message: string }> | undefined;

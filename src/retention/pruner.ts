@@ -38,6 +38,9 @@ interface Kind {
   count(q: Queryable, ageSeconds: number): Promise<TableCounts>;
 }
 
+/** How long past its token's expiry a revocation is kept: more than any clock skew between hosts. */
+const REVOKED_TOKEN_MARGIN_SECONDS = 300;
+
 function kinds(config: PruneConfig): Kind[] {
   const age = (ms: number) => (ms === 0 ? null : ms / 1000);
   return [
@@ -52,8 +55,9 @@ function kinds(config: PruneConfig): Kind[] {
     // Expired sessions are never read (http/session.ts filters them): they go at once.
     { tables: ['sessions'], ageSeconds: 0,
       batch: (q, a, n, after) => deleteBatch(q, 'sessions', a, n, after), count: (q, a) => countPrunable(q, 'sessions', a) },
-    // A signed-out access token past its exp is refused by its signature: its row goes at once.
-    { tables: ['revoked_access_tokens'], ageSeconds: 0,
+    // A signed-out access token past its exp is refused by its signature: its row can go, five
+    // minutes later (an instance whose clock is behind the database's still honours exp until then).
+    { tables: ['revoked_access_tokens'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
       batch: (q, a, n, after) => deleteBatch(q, 'revoked_access_tokens', a, n, after), count: (q, a) => countPrunable(q, 'revoked_access_tokens', a) },
   ];
 }

@@ -44,9 +44,12 @@ export async function insertUser(
 }
 
 /** Activates or deactivates a user; null when there is no such user. */
-export async function setUserActive(q: Queryable, username: string, active: boolean): Promise<UserRecord | null> {
-  const r = await q.query<UserRecord>(
-    `UPDATE users SET active = $2, updated_at = now() WHERE username = $1 RETURNING ${USER_COLUMNS}`,
+export async function setUserActive(q: Queryable, username: string, active: boolean): Promise<(UserRecord & { was_active: boolean }) | null> {
+  // was_active: what the row said before (locked, so a concurrent change waits): a deactivation
+  // signs the user out only when they were active
+  const r = await q.query<UserRecord & { was_active: boolean }>(
+    `WITH before AS (SELECT id AS bid, active AS was_active FROM users WHERE username = $1 FOR UPDATE)
+     UPDATE users SET active = $2, updated_at = now() FROM before WHERE id = before.bid RETURNING ${USER_COLUMNS}, before.was_active`,
     [username, active],
   );
   return r.rows[0] ?? null;
@@ -62,11 +65,12 @@ export async function updateUserProfile(
   q: Queryable,
   id: number,
   patch: { email?: string; full_name?: string; role?: string; active?: boolean },
-): Promise<{ id: number; username: string; email: string } | null> {
-  const r = await q.query<{ id: number; username: string; email: string }>(
-    `UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
+): Promise<{ id: number; username: string; email: string; was_active: boolean } | null> {
+  const r = await q.query<{ id: number; username: string; email: string; was_active: boolean }>(
+    `WITH before AS (SELECT id AS bid, active AS was_active FROM users WHERE id = $1 FOR UPDATE)
+     UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
        active = COALESCE($5, active), updated_at = now()
-     WHERE id = $1 RETURNING id, username, email`,
+     FROM before WHERE id = before.bid RETURNING id, username, email, before.was_active`,
     [id, patch.email ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
   );
   return r.rows[0] ?? null;

@@ -85,8 +85,9 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
           details: { via: actor.via, actor: actor.username ?? null },
         });
-        if (!active) await signOutDeactivated(tx, user, actor);
-        return user;
+        if (!active && user.was_active) await signOutDeactivated(tx, user, actor);
+        const { was_active: _was, ...record } = user;
+        return record;
       });
     },
 
@@ -151,7 +152,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           ? 'user.update'
           : patch.active ? 'user.activate' : 'user.deactivate';
         await writeAudit(tx, { action, outcome: 'success', ...byAdministrator(actor, user), details: { ...actorDetails(actor), changed } });
-        if (patch.active === false) await signOutDeactivated(tx, user, actor);
+        if (patch.active === false && user.was_active) await signOutDeactivated(tx, user, actor);
       });
     },
 

@@ -148,6 +148,7 @@ describe('user sign-in over the API', () => {
     await app.services.users.setActive(user.username, false, { via: 'cli' });
     expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status).toBe(401);
     expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+    await app.services.users.setActive(user.username, false, { via: 'cli' }); // again: nobody to sign out, no second user.logout
     // deactivating signed them out everywhere: activated again, the old session and token stay dead
     await app.services.users.setActive(user.username, true, { via: 'cli' });
     expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status).toBe(401);

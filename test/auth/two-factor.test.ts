@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
 import { attemptRow, auditRows, deliveries, signIn, subscribe, totpCode } from './support.ts';
 
 describe('TOTP two-factor', () => {
@@ -72,6 +73,30 @@ describe('TOTP two-factor', () => {
     const again = await app.http.post('/api/user/2fa/setup', undefined, { headers });
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('totp_already_enabled');
+  });
+
+  it('the page asks for the current password to turn it on: a wrong one marks its field, warns before the lock, then 423', async () => {
+    const user = await makeUser(app);
+    const browser = formSession(await app.listen());
+    const login = await browser.get('/login');
+    await browser.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: user.password });
+    const csrf = hiddenField((await browser.get('/account/security')).text, '_csrf');
+    await browser.post('/account/security/totp/setup', { _csrf: csrf });
+    const secret = (await browser.get('/account/security')).text.match(/data-field="totp-secret"[^>]*>([^<]*)</)![1].replace(/\s+/g, '');
+    const attempt = async () => browser.post('/account/security/totp/enable', { _csrf: csrf, current_password: 'not the password at all', code: await totpCode(secret) });
+    const first = await attempt();
+    expect(first.status).toBe(401);
+    expect(first.text).toMatch(/id="enable-password"[^>]*aria-invalid="true"/);
+    expect(first.text).toContain('The current password is wrong.');
+    for (let i = 0; i < 2; i++) await attempt();
+    const last = await attempt(); // the 4th: one left
+    expect(last.text).toContain('The current password is wrong. One more failed attempt locks the account for 30 minutes.');
+    await attempt();
+    const locked = await attempt();
+    expect(locked.status).toBe(423);
+    expect(locked.text).toMatch(/locked/);
+    expect(locked.text).toMatch(/id="enable-password"[^>]*aria-invalid="true"/);
+    expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(false);
   });
 
   it('refuses the login without the code, accepts it with the code, and refuses the same code a second time', async () => {

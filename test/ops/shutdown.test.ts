@@ -167,6 +167,45 @@ describe('graceful shutdown of the real server process', () => {
     }
   });
 
+  it('on SIGTERM leaves a webhook attempt that outlasts the stop unrecorded, for a later retry, and still exits 0 in time', async () => {
+    let arrived!: () => void;
+    const delivery = new Promise<void>((resolve) => (arrived = resolve));
+    const held: http.ServerResponse[] = [];
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      held.push(res); // never answered while the service stops
+      arrived();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const env = await prepareServerEnv();
+    try {
+      const seeded = await seed(env.env, async (services) => {
+        const app = { services } as unknown as TestApp;
+        const client = await makeClient(app);
+        const user = await makeUser(app);
+        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-03')", [hookUrl]);
+        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
+      });
+      // a receiver may take up to a minute to answer; the stop may not
+      const child = await startServerProcess({ ...env.env, WEBHOOK_TIMEOUT_MS: '60000' });
+      expect((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status).toBe(200);
+      await delivery;
+      const started = Date.now();
+      child.child.kill('SIGTERM');
+      expect(await child.exited, child.output()).toBe(0);
+      expect(Date.now() - started, 'well inside the 25 s before a forced exit').toBeLessThan(20_000);
+      const recorded = await seed(env.env, async (services) =>
+        (await services.deps.db.query<{ status: string; last_status_code: number | null }>(
+          "SELECT status, last_status_code FROM webhook_deliveries WHERE event = 'user.login'")).rows);
+      expect(recorded, 'no outcome recorded: sent again once its lease ends').toStrictEqual([{ status: 'pending', last_status_code: null }]);
+    } finally {
+      for (const res of held) res.destroy();
+      await new Promise((resolve) => receiver.close(resolve));
+      await env.drop();
+    }
+  });
+
   it('on SIGTERM lets a webhook attempt in progress finish and records it before exiting', async () => {
     // A receiver that holds the delivery until the test lets it answer.
     let release!: () => void;

@@ -21,7 +21,7 @@ export const SEEDED_COUNTS = {
  * Writes one set of rows straight into the tables, aged by their timestamps (the pruner
  * reads nothing but the rows and the database's clock): for each table, rows just past
  * the default retention (TOKEN_RETENTION 24h, WEBHOOK_RETENTION 30d, AUDIT_RETENTION 365d,
- * LOCKOUT_MINUTES 30, sessions and revoked access tokens at expiry) and rows that must stay, with margins of minutes
+ * LOCKOUT_MINUTES 30, sessions at expiry, revoked access tokens 5 minutes after) and rows that must stay, with margins of minutes
  * or more so a slow test run never ages a kept row into a gone one.
  */
 export async function seed(app: TestApp): Promise<Seeded> {
@@ -87,7 +87,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     webhook_deliveries: [await delivery('succeeded', '31 days', 2), await delivery('failed', '31 days', 4)],
     login_attempts: [await login('31 minutes', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
-    revoked_access_tokens: [await revoked('-1 second')],
+    revoked_access_tokens: [await revoked('-10 minutes')],
   };
   const kept = {
     sso_tokens: [
@@ -99,7 +99,8 @@ export async function seed(app: TestApp): Promise<Seeded> {
     webhook_deliveries: [await delivery('succeeded', '29 days', 1), await delivery('pending', null, 2)],
     login_attempts: [await login('20 minutes', null), await login('40 minutes', '10 minutes')],
     sessions: [await session('1 hour')],
-    revoked_access_tokens: [await revoked('10 minutes')], // its token is still unexpired: the row must stay
+    // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
+    revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
   };
   return { gone, kept };
 }
