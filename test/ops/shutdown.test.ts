@@ -41,6 +41,36 @@ async function waitUntilRefused(port: number) {
   }
 }
 
+/** A webhook receiver on a free port of 127.0.0.1: its URL, and `close`. */
+async function startReceiver(handle: http.RequestListener): Promise<{ hookUrl: string; close(): Promise<unknown> }> {
+  const receiver = http.createServer(handle);
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  return {
+    hookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    close: () => new Promise((resolve) => receiver.close(resolve)),
+  };
+}
+
+/** A client, a user and a webhook of user.login to `hookUrl`; the body of a token request for them. */
+function seedTokenIssue(env: Record<string, string>, hookUrl: string) {
+  return seed(env, async (services) => {
+    const app = { services } as unknown as TestApp;
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-01')", [hookUrl]);
+    return { client_id: client.client_id, client_secret: client.client_secret, username: user.username };
+  });
+}
+
+/** Resolves once the server at `url` counts at least `n` requests in flight (this scrape included). */
+async function waitInFlight(url: string, n: number): Promise<void> {
+  for (;;) {
+    const m = parsePrometheus((await request(`${url}/metrics`)).text);
+    if (sampleValue(m, 'http_requests_in_flight') >= n) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('graceful shutdown of the real server process', () => {
   let prepared: Awaited<ReturnType<typeof prepareServerEnv>>;
   let server: ServerProcess;
@@ -68,11 +98,7 @@ describe('graceful shutdown of the real server process', () => {
     // Requests held in flight: headers and half the body sent, on keep-alive connections.
     const agent = new http.Agent({ keepAlive: true });
     const held = Array.from({ length: 4 }, () => slowPost(`${server.url}/api/sso/token`, body, agent));
-    for (;;) {
-      const m = parsePrometheus((await request(`${server.url}/metrics`)).text);
-      if (sampleValue(m, 'http_requests_in_flight') >= held.length + 1) break; // +1: this scrape
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitInFlight(server.url, held.length + 1); // +1: this scrape
 
     // Background load: complete requests, each on a fresh connection, until the port refuses.
     const answered: number[] = [];
@@ -123,7 +149,7 @@ describe('graceful shutdown of the real server process', () => {
 
   it('on SIGTERM sends the webhooks of requests it answers while draining before it exits', async () => {
     const received: string[] = [];
-    const receiver = http.createServer((req, res) => {
+    const receiver = await startReceiver((req, res) => {
       let text = '';
       req.on('data', (c) => (text += c));
       req.on('end', () => {
@@ -131,25 +157,13 @@ describe('graceful shutdown of the real server process', () => {
         res.writeHead(200).end('ok');
       });
     });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const env = await prepareServerEnv();
     const agent = new http.Agent({ keepAlive: true });
     try {
-      const seeded = await seed(env.env, async (services) => {
-        const app = { services } as unknown as TestApp;
-        const client = await makeClient(app);
-        const user = await makeUser(app);
-        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-02')", [hookUrl]);
-        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
-      });
+      const body = await seedTokenIssue(env.env, receiver.hookUrl);
       const child = await startServerProcess(env.env);
-      const held = slowPost(`${child.url}/api/sso/token`, seeded.body, agent);
-      for (;;) {
-        const m = parsePrometheus((await request(`${child.url}/metrics`)).text);
-        if (sampleValue(m, 'http_requests_in_flight') >= 2) break; // the held request and this scrape
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      const held = slowPost(`${child.url}/api/sso/token`, body, agent);
+      await waitInFlight(child.url, 2); // the held request and this scrape
       child.child.kill('SIGTERM');
       await waitUntilRefused(child.port);
       held.finish(); // issued now, while the instance drains: its user.login is handed to the dispatcher
@@ -162,7 +176,7 @@ describe('graceful shutdown of the real server process', () => {
       expect(recorded).toStrictEqual([{ status: 'succeeded', attempts: 1 }]);
     } finally {
       agent.destroy();
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
       await env.drop();
     }
   });
@@ -171,25 +185,17 @@ describe('graceful shutdown of the real server process', () => {
     let arrived!: () => void;
     const delivery = new Promise<void>((resolve) => (arrived = resolve));
     const held: http.ServerResponse[] = [];
-    const receiver = http.createServer((req, res) => {
+    const receiver = await startReceiver((req, res) => {
       req.resume();
       held.push(res); // never answered while the service stops
       arrived();
     });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const env = await prepareServerEnv();
     try {
-      const seeded = await seed(env.env, async (services) => {
-        const app = { services } as unknown as TestApp;
-        const client = await makeClient(app);
-        const user = await makeUser(app);
-        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-03')", [hookUrl]);
-        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
-      });
+      const body = await seedTokenIssue(env.env, receiver.hookUrl);
       // a receiver may take up to a minute to answer; the stop may not
       const child = await startServerProcess({ ...env.env, WEBHOOK_TIMEOUT_MS: '60000' });
-      expect((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status).toBe(200);
+      expect((await request(`${child.url}/api/sso/token`, { body: body })).status).toBe(200);
       await delivery;
       const started = Date.now();
       child.child.kill('SIGTERM');
@@ -201,7 +207,7 @@ describe('graceful shutdown of the real server process', () => {
       expect(recorded, 'no outcome recorded: sent again once its lease ends').toStrictEqual([{ status: 'pending', last_status_code: null }]);
     } finally {
       for (const res of held) res.destroy();
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
       await env.drop();
     }
   });
@@ -212,25 +218,17 @@ describe('graceful shutdown of the real server process', () => {
     const released = new Promise<void>((resolve) => (release = resolve));
     let arrived!: () => void;
     const delivery = new Promise<void>((resolve) => (arrived = resolve));
-    const receiver = http.createServer((req, res) => {
+    const receiver = await startReceiver((req, res) => {
       req.resume();
       arrived();
       void released.then(() => res.writeHead(200).end('ok'));
     });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-    const env = (await prepareServerEnv());
+    const env = await prepareServerEnv();
     try {
-      const seeded = await seed(env.env, async (services) => {
-        const app = { services } as unknown as TestApp;
-        const client = await makeClient(app);
-        const user = await makeUser(app);
-        await services.deps.db.query("INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login'], 'shutdown-test-secret-01')", [hookUrl]);
-        return { body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username } };
-      });
+      const body = await seedTokenIssue(env.env, receiver.hookUrl);
       const child = await startServerProcess(env.env);
-      expect((await request(`${child.url}/api/sso/token`, { body: seeded.body })).status).toBe(200);
+      expect((await request(`${child.url}/api/sso/token`, { body: body })).status).toBe(200);
       await delivery; // the dispatcher's attempt is now waiting for the receiver
 
       child.child.kill('SIGTERM');
@@ -245,7 +243,7 @@ describe('graceful shutdown of the real server process', () => {
       expect(recorded).toStrictEqual([{ status: 'succeeded', attempts: 1, last_status_code: 200 }]);
     } finally {
       release();
-      await new Promise((resolve) => receiver.close(resolve));
+      await receiver.close();
       await env.drop();
     }
   });
