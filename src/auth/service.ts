@@ -2,7 +2,7 @@ import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
-import { tokenUserForLogout } from '../sso/service.ts';
+import { tokenOwnerForLogout } from '../sso/service.ts';
 import { findUserById } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
@@ -10,6 +10,7 @@ import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from
 import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
+import { deleteUserSession } from './session-queries.ts';
 import { accountLocked, countedFailure, PasswordChangeRequired } from './login-errors.ts';
 import { createTwoFactor } from './two-factor.ts';
 
@@ -167,12 +168,14 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
     /**
      * A client system's logout (POST /api/sso/logout): `token` is one we issued to that
-     * client for the user (used or expired is fine); 401 invalid_token otherwise.
+     * client for the user (used or expired is fine); 401 invalid_token otherwise. The
+     * browser session the token was issued in ends too (none for a server-to-server token),
+     * so that browser's next visit to /sso/login asks for the password again.
      */
     async logoutByClientToken(clientId: string, token: string, ctx: { ipAddress: string; userAgent: string | null }) {
-      const userId = await tokenUserForLogout(db, deps, clientId, token);
-      if (userId === null) throw new AppError(401, 'invalid_token', 'The token is invalid');
-      return logoutUser({ userId, clientId, ...ctx, via: 'client' });
+      const owner = await tokenOwnerForLogout(db, deps, clientId, token);
+      if (owner === null) throw new AppError(401, 'invalid_token', 'The token is invalid');
+      return logoutUser({ userId: owner.userId, clientId, endSessionId: owner.sessionId ?? undefined, ...ctx, via: 'client' });
     },
 
     /** An access token for this service's API (POST /api/login). */
@@ -196,21 +199,26 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
   };
 
   /**
-   * Signs a user out: invalidates their unused SSO tokens (only those for `clientId` when
-   * a client system asks), revokes `accessToken` (the bearer token that asked), audits,
-   * emits user.logout. Ending the browser session is the route's part (endSession).
+   * Signs a user out: invalidates their unused SSO tokens, revokes `accessToken` (the bearer
+   * token that asked), ends the session `endSessionId` (a client system's logout: the one its
+   * token was issued in), audits, emits user.logout (`clientId`: the client system that
+   * asked). Ending the session of the request itself is the route's part (endSession).
    */
   async function logoutUser(args: {
-    userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string; accessToken?: AccessTokenClaims;
+    userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string; accessToken?: AccessTokenClaims; endSessionId?: string;
   }): Promise<{ invalidatedTokens: number }> {
     const invalidated = await db.transaction(async (tx) => {
       const user = await findUserById(tx, args.userId);
-      const count = await invalidateUnusedTokens(tx, args.userId, args.clientId);
+      const count = await invalidateUnusedTokens(tx, args.userId);
       if (args.accessToken) await revokeAccessToken(tx, args.accessToken);
+      const sessionEnded = args.endSessionId !== undefined && await deleteUserSession(tx, args.userId, args.endSessionId);
       await writeAudit(tx, {
         action: 'user.logout', outcome: 'success', userId: args.userId, username: user?.username ?? null,
         clientId: args.clientId ?? null, ipAddress: args.ipAddress, userAgent: args.userAgent,
-        details: { via: args.via, invalidated_tokens: count, ...(args.accessToken ? { access_token_revoked: true } : {}) },
+        details: {
+          via: args.via, invalidated_tokens: count, ...(args.accessToken ? { access_token_revoked: true } : {}),
+          ...(args.endSessionId !== undefined ? { session_ended: sessionEnded } : {}),
+        },
       });
       await events.record(tx, 'user.logout', {
         user_id: args.userId, email: user?.email ?? '', ip_address: args.ipAddress, client_system: args.clientId ?? OWN_SYSTEM,

@@ -33,7 +33,7 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     privileges: READ_WRITE,
   },
   sso_tokens: {
-    columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at'],
+    columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id'],
     privileges: READ_WRITE,
   },
   user_client_links: {

@@ -71,6 +71,8 @@ export async function sendToClient(
     flow: options.flow,
     twoFactorUsed: options.twoFactorUsed,
     claimUsername: options.claimUsername,
+    // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
+    sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
   });
   // the token is in the URL: no cache may keep this answer, no Referer may carry it on
   res.setHeader('Cache-Control', 'no-store');

@@ -60,7 +60,7 @@ export interface ValidatedToken {
   expires_at: string;
 }
 
-/** POST /api/sso/logout: the user's unused tokens for this client are invalidated. */
+/** POST /api/sso/logout: the user's session in the browser that signed in for the token ends, their unused tokens are invalidated. */
 export interface LogoutResult {
   success: true;
   invalidated_tokens: number;

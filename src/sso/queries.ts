@@ -11,16 +11,19 @@ export interface IssuedTokenRow {
   ipAddress: string;
   issuedAt: Date;
   expiresAt: Date;
+  /** The browser session the token was issued in (a sign-in at /sso/login or the dashboard). */
+  sessionId?: string | null;
 }
 
 /** The insert of issued tokens as a part of a larger statement (null: none). */
 export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | null {
   if (tokens.length === 0) return null;
   return {
-    sql: (bind) => `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
+    sql: (bind) => `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, session_id)
        SELECT * FROM unnest(${bind(tokens.map((t) => t.jti))}::uuid[], ${bind(tokens.map((t) => t.userId))}::int[],
          ${bind(tokens.map((t) => t.clientId))}::text[], ${bind(tokens.map((t) => t.username))}::text[], ${bind(tokens.map((t) => t.ipAddress))}::text[],
-         ${bind(tokens.map((t) => t.issuedAt))}::timestamptz[], ${bind(tokens.map((t) => t.expiresAt))}::timestamptz[])`,
+         ${bind(tokens.map((t) => t.issuedAt))}::timestamptz[], ${bind(tokens.map((t) => t.expiresAt))}::timestamptz[],
+         ${bind(tokens.map((t) => t.sessionId ?? null))}::text[])`,
   };
 }
 
@@ -243,10 +246,14 @@ export async function invalidateUnusedTokens(q: Queryable, userId: number, clien
   return r.rowCount;
 }
 
-/** The user of a token issued to `clientId`, whatever its state; null when there is none. */
-export async function tokenUserId(q: Queryable, jti: string, clientId: string): Promise<number | null> {
-  const r = await q.query<{ user_id: number }>('SELECT user_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [jti, clientId]);
-  return r.rows[0]?.user_id ?? null;
+/**
+ * The user of a token issued to `clientId`, whatever its state, and the browser session it
+ * was issued in (null: issued server to server); null when there is no such token.
+ */
+export async function tokenOwner(q: Queryable, jti: string, clientId: string): Promise<{ userId: number; sessionId: string | null } | null> {
+  const r = await q.query<{ user_id: number; session_id: string | null }>('SELECT user_id, session_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [jti, clientId]);
+  const row = r.rows[0];
+  return row ? { userId: row.user_id, sessionId: row.session_id } : null;
 }
 
 /**

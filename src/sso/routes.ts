@@ -83,8 +83,9 @@ export const SSO_ROUTES = [
   route({
     method: 'post', path: '/api/sso/logout', tag: 'SSO', access: 'client', limit: 'none',
     summary: 'Sign a user out from a client system',
-    description: 'Give any token this client received for the user (used or expired is fine). Invalidates that user\'s unused tokens for this client '
-      + '(`invalidated_tokens` counts them), audits and emits user.logout. The user\'s sessions at this service and their tokens for other clients are left as they are.',
+    description: 'Give any token this client received for the user (used or expired is fine). Ends the user\'s session at this service in the browser '
+      + 'that signed in for that token (a token issued by `POST /api/sso/token` has none), so that browser\'s next visit to /sso/login asks for the password again; '
+      + 'invalidates the user\'s unused SSO tokens (`invalidated_tokens` counts them), audits and emits user.logout. The user\'s sessions in other browsers are left as they are.',
     body: logoutTokenSchema,
     example: { ...creds, token: jwt },
     responses: {
@@ -92,7 +93,7 @@ export const SSO_ROUTES = [
       400: invalid,
       401: err('Invalid client credentials (`invalid_client`), or a token that was not issued to this client (`invalid_token`)', { error: 'invalid_token', message: 'The token is invalid' }),
     },
-    /** A client system ends a user's sign-in there: that user's unused tokens for this client die. */
+    /** A client system ends a user's sign-in: the browser session behind its token ends, the user's unused tokens die. */
     handle: ({ auth }) => async ({ req, res, body, client }) => {
       const { invalidatedTokens } = await auth.logoutByClientToken(client.client_id, body.token, {
         ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null,

@@ -8,7 +8,7 @@ import { AppError } from '../http/errors.ts';
 import { createUserLookup } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { CLIENT_CHANGED, tokenUserId } from './queries.ts';
+import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
 import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
@@ -73,7 +73,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
   async function issueForUser(
     client: ClientRecord,
     user: UserRecord,
-    ctx: RequestContext & { tokenIp?: string; claimUsername?: string; twoFactorUsed?: boolean; flow: string },
+    ctx: RequestContext & { tokenIp?: string; claimUsername?: string; twoFactorUsed?: boolean; flow: string; sessionId?: string },
   ): Promise<{ token: string; redirect_url: string; claims: SsoClaims }> {
     if (!isUsableCallbackUrl(client.callback_url)) {
       // no token is issued for a callback it could not be delivered to
@@ -90,6 +90,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         ipAddress: claims.ip_address,
         issuedAt: new Date(claims.iat * 1000),
         expiresAt: new Date(claims.exp * 1000),
+        sessionId: ctx.sessionId ?? null,
       },
       audit: {
         action: 'token.issue',
@@ -218,19 +219,20 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
 export type SsoService = ReturnType<typeof createSsoService>;
 
 /**
- * The user an SSO token names, for a client system's logout call: the signature, issuer
- * and audience must hold and the token must have been issued by us to this very client;
- * expiry is not checked (a client logs a user out long after the token was consumed).
+ * The user an SSO token names, and the browser session it was issued in, for a client
+ * system's logout call: the signature, issuer and audience must hold and the token must have
+ * been issued by us to this very client; expiry is not checked (a client logs a user out
+ * long after the token was consumed).
  */
-export async function tokenUserForLogout(
+export async function tokenOwnerForLogout(
   q: Queryable,
   deps: Pick<Deps, 'config' | 'signingKeys'>,
   clientId: string,
   token: string,
-): Promise<number | null> {
+): Promise<{ userId: number; sessionId: string | null } | null> {
   const verified = verifyToken<Partial<SsoClaims>>(token, deps.signingKeys, { issuer: deps.config.ISSUER, audience: SSO_AUDIENCE, ignoreExpiration: true });
   if (!verified.ok) return null;
   const claims = verified.claims;
   if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== clientId) return null;
-  return tokenUserId(q, claims.jti, clientId);
+  return tokenOwner(q, claims.jti, clientId);
 }

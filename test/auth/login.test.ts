@@ -220,7 +220,7 @@ describe('sign-out', () => {
     expect(out.status).toBe(200);
   });
 
-  it('POST /api/sso/logout revokes that user\'s unused tokens for the calling client only', async () => {
+  it('POST /api/sso/logout revokes that user\'s unused tokens, at every client', async () => {
     const portal = await makeClient(app);
     const shop = await makeClient(app);
     const user = await makeUser(app);
@@ -233,9 +233,9 @@ describe('sign-out', () => {
 
     const out = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token: consumed });
     expect(out.status, out.text).toBe(200);
-    expect(out.body).toStrictEqual({ success: true, invalidated_tokens: 1 });
+    expect(out.body).toStrictEqual({ success: true, invalidated_tokens: 2 });
     expect((await validate(portal, pendingPortal)).body.error).toBe('token_revoked');
-    expect((await validate(shop, pendingShop)).status, 'another client\'s token is untouched').toBe(200);
+    expect((await validate(shop, pendingShop)).body.error, 'the user\'s token for another client too').toBe('token_revoked');
     expect((await validate(portal, otherUsers)).status, 'another user\'s token is untouched').toBe(200);
 
     const events = (await deliveries(app, webhookId, 'user.logout')).filter((d) => d.user_id === user.id);
@@ -244,7 +244,7 @@ describe('sign-out', () => {
     expect(audit.length).toBe(1);
   });
 
-  it('POST /api/sso/logout leaves the user\'s session at this service, as its reference says', async () => {
+  it('POST /api/sso/logout with a server-to-server token has no browser session to end: the user\'s sessions stay, as its reference says', async () => {
     const portal = await makeClient(app);
     const user = await makeUser(app);
     const { cookie } = await signIn(app, user.username, user.password);
@@ -252,11 +252,11 @@ describe('sign-out', () => {
     const out = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token });
     expect(out.body).toStrictEqual({ success: true, invalidated_tokens: 1 });
     const profile = await app.http.get('/api/user', { headers: { cookie: cookie! } });
-    expect(profile.status, 'the session at this service is not ended').toBe(200);
+    expect(profile.status, 'a session not behind this token is not ended').toBe(200);
 
     const documented = (await app.http.get('/api/openapi.json')).body.paths['/api/sso/logout'].post;
-    expect(documented.description).not.toMatch(/ends the user's sessions/i);
-    expect(documented.description).toMatch(/unused tokens for this client/);
+    expect(documented.description).toMatch(/Ends the user's session at this service in the browser that signed in for that token/);
+    expect(documented.description).toMatch(/sessions in other browsers are left/);
     expect(documented.responses['401'].description).toMatch(/invalid_token/);
   });
 

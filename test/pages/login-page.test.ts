@@ -230,6 +230,41 @@ describe('the sign-in page (HTTP level)', () => {
     expect(back.text).toMatch(/name="password"/);
   });
 
+  it('POST /api/sso/logout with a token from a browser sign-in ends that browser\'s session, not the user\'s others', async () => {
+    const portal = await makeClient(app);
+    const shop = await makeClient(app);
+    const user = await makeUser(app);
+    const { s, answer } = await submitLogin(app, portal, user.username, user.password);
+    expect(answer.status, answer.text).toBe(303);
+    const token = new URL(answer.headers.location!).searchParams.get('token')!;
+    expect((await app.http.post('/api/sso/validate', { client_id: portal.client_id, client_secret: portal.client_secret, token })).status).toBe(200);
+    // the same browser signs in at a second client without a password (single sign-on): a token in flight
+    const atShop = await s.get(loginPath(shop));
+    expect(atShop.status, 'signed in: straight on to the client').toBe(303);
+    const shopToken = new URL(atShop.headers.location!).searchParams.get('token')!;
+    const elsewhere = await submitLogin(app, shop, user.username, user.password);
+    expect(elsewhere.answer.status, 'another browser of the same user').toBe(303);
+
+    const out = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token });
+    expect(out.status, out.text).toBe(200);
+    expect(out.body).toStrictEqual({ success: true, invalidated_tokens: 2 });
+
+    const back = await s.get(loginPath(portal));
+    expect(back.status, 'this browser is asked for the password again').toBe(200);
+    expect(back.text).toMatch(/name="password"/);
+    const shopCheck = await app.http.post('/api/sso/validate', { client_id: shop.client_id, client_secret: shop.client_secret, token: shopToken });
+    expect(shopCheck.body.error, 'the session ended: its unused tokens die with it').toBe('token_revoked');
+    const other = await elsewhere.s.get(loginPath(portal));
+    expect(other.status, 'the other browser stays signed in').toBe(303);
+
+    const audit = await app.db.query<{ details: Record<string, unknown>; client_id: string }>(
+      "SELECT details, client_id FROM audit_log WHERE action = 'user.logout' AND user_id = $1", [user.id]);
+    expect(audit.rows.map((r) => [r.client_id, r.details.via, r.details.session_ended])).toStrictEqual([[portal.client_id, 'client', true]]);
+    const again = await app.http.post('/api/sso/logout', { client_id: portal.client_id, client_secret: portal.client_secret, token });
+    expect(again.body, 'a second logout: the token the other browser was just given').toStrictEqual({ success: true, invalidated_tokens: 1 });
+    expect((await elsewhere.s.get(loginPath(portal))).status, 'and ends no session').toBe(303);
+  });
+
   it('shows error pages to browsers and JSON to API callers', async () => {
     const page = await formSession(app.app).get('/no/such/page');
     expect(page.status).toBe(404);
