@@ -29,16 +29,26 @@ const minutes = (n: number) => `${n} minute${n === 1 ? '' : 's'}`;
 /**
  * A counted failure: 401 with how many attempts are left before the lock (the counter runs
  * per login name, known or not, so this tells nothing about whether the name exists). The
- * attempt before the lock says so in its message.
+ * attempt before the lock says so: `warning` is that sentence ('' otherwise), ending the
+ * message here and the pages' own wording of the refusal.
  */
-export function countedFailure(code: 'invalid_credentials' | 'invalid_totp' | 'totp_reused', attemptsRemaining: number, lockMinutes: number): AppError {
-  const base = {
-    invalid_credentials: 'Invalid login or password.',
-    invalid_totp: 'The two-factor code is invalid.',
-    totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
-  }[code];
-  const warning = attemptsRemaining === 1 ? ` One more failed attempt locks the account for ${minutes(lockMinutes)}.` : '';
-  return new AppError(401, code, base + warning, { extra: { attempts_remaining: attemptsRemaining } });
+export class CountedFailure extends AppError {
+  readonly warning: string;
+  constructor(code: 'invalid_credentials' | 'invalid_totp' | 'totp_reused', attemptsRemaining: number, lockMinutes: number) {
+    const base = {
+      invalid_credentials: 'Invalid login or password.',
+      invalid_totp: 'The two-factor code is invalid.',
+      totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
+    }[code];
+    const warning = attemptsRemaining === 1 ? `One more failed attempt locks the account for ${minutes(lockMinutes)}.` : '';
+    super(401, code, warning ? `${base} ${warning}` : base, { extra: { attempts_remaining: attemptsRemaining } });
+    this.warning = warning;
+  }
+}
+
+/** The lock warning of a refusal, with a space before it ('' for anything but the attempt before the lock). */
+export function lockWarning(err: unknown): string {
+  return err instanceof CountedFailure && err.warning ? ` ${err.warning}` : '';
 }
 
 /**

@@ -11,7 +11,7 @@ import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { deleteUserSession } from './session-queries.ts';
-import { accountLocked, countedFailure, PasswordChangeRequired } from './login-errors.ts';
+import { accountLocked, CountedFailure, PasswordChangeRequired } from './login-errors.ts';
 import { createTwoFactor } from './two-factor.ts';
 
 /** The client_system of events caused by signing in to this service itself. */
@@ -89,7 +89,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES, true);
     const remaining = outcome.counted ? Math.max(1, config.LOCKOUT_THRESHOLD - outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
-    throw countedFailure(code, remaining, config.LOCKOUT_MINUTES);
+    throw new CountedFailure(code, remaining, config.LOCKOUT_MINUTES);
   }
 
   /** An attempt while the name is locked: not counted, not checked, but audited. */

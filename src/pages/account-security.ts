@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { lockWarning } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
@@ -30,8 +31,7 @@ const CODE_MESSAGES: Record<string, string> = {
 
 /** The page's words for a wrong current password, with the service's warning when one more locks the account. */
 export function wrongPassword(err: AppError): string {
-  const warning = err.message.replace(/^Invalid login or password\.\s*/, '');
-  return warning ? `The current password is wrong. ${warning}` : 'The current password is wrong.';
+  return `The current password is wrong.${lockWarning(err)}`;
 }
 
 /** Refusals of the current password asked when turning two-step verification on. */

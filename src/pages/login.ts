@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import { PasswordChangeRequired } from '../auth/login-errors.ts';
+import { lockWarning, PasswordChangeRequired } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
 import { beginPasswordChange, endSession, establishSession } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/client.ts';
@@ -19,7 +19,6 @@ const MESSAGES = {
   invalidCredentials: 'The username or password is incorrect.',
   invalidCode: 'That code is not valid. Check your authenticator app and try again.',
   reusedCode: 'That code was already used to sign in. Wait for the next code to appear in your authenticator app, then enter it.',
-  lastTry: (minutes: number) => ` One more failed attempt locks this account for ${minutes} minute${minutes === 1 ? '' : 's'}.`,
   rateLimited: 'Too many sign-in attempts from your network. Please wait a minute and try again.',
   expired: 'Your sign-in took too long. Please enter your username and password again.',
   missingFields: 'Enter your username and password.',
@@ -81,8 +80,8 @@ export async function sendToClient(
 }
 
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
-export function loginHandlers(deps: { auth: AuthService; sso: SsoService; lockMinutes: number }) {
-  const { auth, sso, lockMinutes } = deps;
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
+  const { auth, sso } = deps;
 
   async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
     if (target.kind === 'client') {
@@ -165,7 +164,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; lockMi
       renderLogin(req, res, target, { step: 'password', login, status: err.status, error });
     };
     // the attempt before the lock says so: the same for unknown names, whose counter runs too
-    const warning = err.extra.attempts_remaining === 1 ? MESSAGES.lastTry(lockMinutes) : '';
+    const warning = lockWarning(err);
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
       case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
