@@ -4,6 +4,7 @@ import { openDatabase } from './db/open.ts';
 import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
+import { STOP_MS } from './stop-budget.ts';
 
 /** Entry point: config -> database -> service -> listen; graceful stop on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -38,9 +39,9 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
       // a statement waiting on a lock, or a webhook receiver slower than the stop allows
-      logger.error('shutdown did not finish within 25 s; exiting without waiting for the rest');
+      logger.error(`shutdown did not finish within ${STOP_MS / 1000} s; exiting without waiting for the rest`);
       process.exit(1);
-    }, 25_000);
+    }, STOP_MS);
     force.unref();
     try {
       await running.stop(); // in-flight requests answered, workers done with their current attempt

@@ -16,9 +16,8 @@ import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKeys } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
 import { startDispatcherThread } from './webhooks/dispatcher-thread.ts';
+import { AFTER_DRAIN_MS, DRAIN_MS } from './stop-budget.ts';
 
-/** How long stop() waits for in-flight requests before cutting their connections. */
-const SHUTDOWN_DRAIN_MS = 15_000;
 
 /** A running instance: its HTTP server, URL, services, and an orderly stop. */
 export interface RunningService {
@@ -28,8 +27,6 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** How long the workers that carry on what requests started may take once the requests are answered. */
-const AFTER_DRAIN_MS = 8_000;
 
 /** Resolves when `work` does or after `ms`, whichever is first; `onTimeout` says which. */
 async function withDeadline(work: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
@@ -108,7 +105,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
       const stopping = (w: { stop(): Promise<void> }, name: string) => w.stop().catch((err: unknown) => logger.error({ err, worker: name }, 'worker failed to stop'));
       // A token issued while draining has its user.login delivery handed to the dispatcher,
       // which must still be taking them: stopped first, the delivery would wait out its lease.
-      // They get AFTER_DRAIN_MS at most (the drain may have taken 15 s of the 25 s a stop has):
+      // They get AFTER_DRAIN_MS at most (src/stop-budget.ts: the drain may have used DRAIN_MS of STOP_MS):
       // an attempt cut off is made again when its lease ends, a mail not sent is logged.
       const afterDrain = Promise.resolve(drain).catch(() => {}).then(() => withDeadline(
         Promise.all(afterRequests.map((w) => stopping(w, 'after requests'))), AFTER_DRAIN_MS,
@@ -141,10 +138,10 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     services: instance.services,
     async stop() {
-      // Stop accepting and drain in-flight requests (at most SHUTDOWN_DRAIN_MS) while the
+      // Stop accepting and drain in-flight requests (at most DRAIN_MS) while the
       // sweep and the pruner finish their current pass; then the dispatcher its attempts (at
       // most its thread's stop grace): inside the 25 s server.ts allows before it forces an exit.
-      await instance.stop(closer.close(SHUTDOWN_DRAIN_MS));
+      await instance.stop(closer.close(DRAIN_MS));
     },
   };
 }

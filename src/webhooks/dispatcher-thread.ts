@@ -5,13 +5,8 @@ import type { DispatcherSettings, FromDispatcherThread, ToDispatcherThread } fro
 import type { EventOutbox } from './events.ts';
 import { deliveryLeaseMs, type Worker } from './dispatcher.ts';
 import { dispatcherThreadEntry } from './thread-entry.ts';
+import { THREAD_STOP_MS } from '../stop-budget.ts';
 
-/**
- * How long a stopping thread may take before it is terminated: it stops after the requests
- * in flight are answered (at most 15 s, service.ts), and both must fit in the 25 s server.ts
- * gives a stop. An attempt cut off is not recorded and is made again when its lease ends.
- */
-const STOP_GRACE_MS = 8_000;
 /** Pause before a thread that died is started again. */
 const RESTART_DELAY_MS = 1_000;
 
@@ -76,7 +71,7 @@ export function startDispatcherThread(options: {
       if (!t) return;
       const exited = new Promise<void>((resolve) => t.once('exit', () => resolve()));
       send({ type: 'stop' });
-      const grace = setTimeout(() => void t.terminate(), STOP_GRACE_MS);
+      const grace = setTimeout(() => void t.terminate(), THREAD_STOP_MS);
       await exited;
       clearTimeout(grace);
     },
