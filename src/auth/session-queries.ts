@@ -51,13 +51,22 @@ export async function touchSessionLastSeen(q: Queryable, sid: string): Promise<v
   await q.query('UPDATE sessions SET last_seen_at = now() WHERE sid = $1', [sid]);
 }
 
-/** Writes a session (new or changed) with its expiry. */
+/** Writes a new session (or one read before, with upsert semantics) with its expiry. */
 export async function saveSession(q: Queryable, sid: string, sessJson: string, expire: Date): Promise<void> {
   await q.query(
     `INSERT INTO sessions (sid, sess, expire) VALUES ($1, $2::jsonb, $3)
      ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
     [sid, sessJson, expire],
   );
+}
+
+/**
+ * Writes a session that was read from the table, only if its row is still there: false when
+ * it was deleted meanwhile (ended by a sign-out everywhere, a password change or reset).
+ */
+export async function updateSession(q: Queryable, sid: string, sessJson: string, expire: Date): Promise<boolean> {
+  const r = await q.query('UPDATE sessions SET sess = $2::jsonb, expire = $3 WHERE sid = $1', [sid, sessJson, expire]);
+  return r.rowCount > 0;
 }
 
 /** Deletes one session. */

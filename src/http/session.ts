@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { RequestHandler } from 'express';
 import session, { Store, type SessionData } from 'express-session';
 import type { Config } from '../config.ts';
-import { deleteSession, readSession, saveSession, touchSessionLastSeen } from '../auth/session-queries.ts';
+import { deleteSession, readSession, saveSession, touchSessionLastSeen, updateSession } from '../auth/session-queries.ts';
 import type { Db } from '../db/db.ts';
 
 declare module 'express-session' {
@@ -21,6 +21,12 @@ declare module 'express-session' {
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'auth.sid';
+
+/**
+ * Marks a session that was read from the table (not enumerable, so never stored): its
+ * writes only update the row, never create it again.
+ */
+const READ_FROM_STORE = Symbol('read from the session store');
 
 /** How stale a session's last_seen_at may get before a read moves it (seconds). */
 const LAST_SEEN_STEP_SECONDS = 60;
@@ -55,9 +61,24 @@ export class DbSessionStore extends Store {
       }, callback);
   }
 
+  override createSession(req: Parameters<Store['createSession']>[0], sess: SessionData) {
+    const created = super.createSession(req, sess);
+    Object.defineProperty(created, READ_FROM_STORE, { value: true, enumerable: false });
+    return created;
+  }
+
+  /**
+   * A new session (a sign-in's, after its id was regenerated) is inserted. One that was read
+   * from the table is only updated: a request still running on a session that a sign-out
+   * everywhere (password change or reset, deactivation) deleted meanwhile would otherwise
+   * write the row back, signed in, when it ends: a stolen cookie kept busy would survive.
+   */
   override set(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
-    saveSession(this.db, sid, JSON.stringify(sess), this.expiry(sess))
-      .then(() => callback?.(), (err) => callback?.(err));
+    const json = JSON.stringify(sess);
+    const write = (sess as { [READ_FROM_STORE]?: boolean })[READ_FROM_STORE]
+      ? updateSession(this.db, sid, json, this.expiry(sess))
+      : saveSession(this.db, sid, json, this.expiry(sess));
+    write.then(() => callback?.(), (err) => callback?.(err));
   }
 
   override destroy(sid: string, callback?: (err?: unknown) => void): void {

@@ -1,8 +1,10 @@
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
 import { auditRows, signIn } from '../auth/support.ts';
+import { eventually } from './smtp.ts';
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
 const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36';
@@ -40,6 +42,43 @@ describe("a user's sessions", () => {
     expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${bearer}` } })).status).toBe(401);
     expect((await app.http.get('/api/user', { headers: { cookie: otherUser.cookie! } })).status, 'another user is untouched').toBe(200);
     expect((await auditRows(app, user.username)).find((r) => r.action === 'user.logout')?.details).toMatchObject({ reason: 'revoke_all', ended_sessions: 1 });
+  });
+
+  it('a request still running on a session that a password change ended does not write it back when it ends', async () => {
+    const user = await makeUser(app);
+    const thief = formSession(app.app);
+    const login = await thief.get('/login');
+    expect((await thief.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: user.password })).status).toBe(303);
+    const csrf = hiddenField((await thief.get('/account/sessions')).text, '_csrf');
+    const sid = decodeURIComponent(thief.cookies.get('auth.sid')!).replace(/^s:/, '').replace(/\.[^.]*$/, '');
+    const owner = await signIn(app, user.username, user.password);
+    // a stale "last seen", so that the read of the session shows: the store moves it
+    await app.db.query("UPDATE sessions SET last_seen_at = now() - interval '1 hour' WHERE sid = $1", [sid]);
+
+    // a form post (it changes the session: a flash message) whose body is in flight while the owner changes the password;
+    // its session is read before the body (forms are parsed by their routes)
+    const base = await app.listen();
+    const body = Buffer.from(new URLSearchParams({ _csrf: csrf, session: 'nope' }).toString());
+    const answer = new Promise<number>((resolve, reject) => {
+      const req = http.request(`${base}/account/sessions/end`, {
+        method: 'POST',
+        headers: { cookie: `auth.sid=${thief.cookies.get('auth.sid')}`, 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(body.length), accept: 'text/html' },
+      }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.write(body.subarray(0, 5));
+      void eventually(async () => ((await app.db.query("SELECT 1 FROM sessions WHERE sid = $1 AND last_seen_at > now() - interval '1 minute'", [sid])).rowCount === 1 ? true : undefined), 'the session was read', 30_000)
+        .then(async () => {
+          const changed = await app.http.post('/api/user/password', { current_password: user.password, new_password: 'a brand new secret phrase' }, { headers: { cookie: owner.cookie! } });
+          expect(changed.status, changed.text).toBe(200);
+          req.end(body.subarray(5));
+        }, reject);
+    });
+    expect(await answer, 'the form was answered (a redirect with its message)').toBe(303);
+    expect((await app.db.query('SELECT 1 FROM sessions WHERE sid = $1', [sid])).rowCount, 'the ended session was not written back').toBe(0);
+    expect((await thief.get('/account/sessions')).status, 'the cookie no longer signs in').toBe(303);
   });
 
   it('moves a session\'s last seen forward when it is used after a while', async () => {
