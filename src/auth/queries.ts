@@ -20,6 +20,18 @@ export async function findLoginUser(q: Queryable, username: string): Promise<Log
   return r.rows[0] ?? null;
 }
 
+/**
+ * Whether the user still has the password hash a sign-in checked and is still active, with
+ * the row locked (FOR SHARE) until the caller's transaction ends, so that a change cannot
+ * commit between this check and the sign-in's own commit.
+ */
+export async function credentialsNow(q: Queryable, userId: number, checkedHash: string): Promise<'unchanged' | 'password_changed' | 'inactive'> {
+  const r = await q.query<{ password_hash: string; active: boolean }>('SELECT password_hash, active FROM users WHERE id = $1 FOR SHARE', [userId]);
+  const row = r.rows[0];
+  if (!row || row.password_hash !== checkedHash) return 'password_changed';
+  return row.active ? 'unchanged' : 'inactive';
+}
+
 /** The lock of a login name while it lasts: when it ends and the whole minutes left (rounded up). */
 export async function activeLock(q: Queryable, login: string): Promise<{ locked_until: Date; remaining_minutes: number } | null> {
   const r = await q.query<{ locked_until: Date; remaining_minutes: number }>(

@@ -9,7 +9,7 @@ import { normalizeUsername } from '../users/username.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
 import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
-import { activeLock, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
+import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { deleteUserSession } from './session-queries.ts';
 import { accountLocked, CountedFailure, PasswordChangeRequired } from './login-errors.ts';
 import { createTwoFactor } from './two-factor.ts';
@@ -135,10 +135,15 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         throw new PasswordChangeRequired(user.id, twoFactorUsed);
       }
 
-      await db.transaction(async (tx) => {
+      const changed = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure in the meantime still wins
         const raced = await activeLock(tx, login);
         if (raced) throw accountLocked(raced.remaining_minutes);
+        // bcrypt took a quarter of a second: a password change or reset, or a deactivation,
+        // committed meanwhile signed the user out everywhere, and this sign-in must not
+        // outlive it with the old password (its row is locked until this commits)
+        const now = await credentialsNow(tx, user.id, user.password_hash);
+        if (now !== 'unchanged') return now;
         await resetLoginFailures(tx, login);
         await writeAudit(tx, {
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
@@ -148,7 +153,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           user_id: user.id, email: user.email, ip_address: input.ipAddress, user_agent: input.userAgent ?? '',
           client_system: OWN_SYSTEM, '2fa_used': twoFactorUsed,
         });
+        return null;
       });
+      if (changed === 'password_changed') return fail(login, user, 'invalid_password', input);
+      if (changed === 'inactive') return fail(login, user, 'user_inactive', input);
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return { user: record, twoFactorUsed };
     },

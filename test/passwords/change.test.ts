@@ -1,3 +1,4 @@
+import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -63,6 +64,34 @@ describe('changing a password', () => {
     expect(actions).toContain('user.password_change');
     expect(JSON.stringify(await auditRows(app, user.username))).not.toContain(NEW_PASSWORD);
     expect(await deliveries(app, hook, 'user.logout')).toStrictEqual([{ user_id: user.id, email: user.email, ip_address: '127.0.0.1', client_system: 'auth-service' }]);
+  });
+
+  it('a sign-in with the old password that is still checking it when a new password is set is refused: no session, no access token', async () => {
+    const user = await makeUser(app);
+    // the stored hash at a high cost: the sign-ins below spend a second or more in bcrypt, the change commits meanwhile
+    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
+    const byToken = app.http.post('/api/login', { username: user.username, password: user.password });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await app.services.users.setPassword({ id: user.id }, { password: NEW_PASSWORD }, { via: 'cli', username: 'test' });
+    const [session, token] = await Promise.all([bySession, byToken]);
+    expect([session.status, session.body.error], 'the password it checked is no longer the password').toStrictEqual([401, 'invalid_credentials']);
+    expect([token.status, token.body.error]).toStrictEqual([401, 'invalid_credentials']);
+    expect(sessionCookie(session)).toBe(undefined);
+    expect((await app.db.query('SELECT 1 FROM sessions WHERE user_id = $1', [user.id])).rowCount, 'no session').toBe(0);
+    expect((await signIn(app, user.username, NEW_PASSWORD)).res.status, 'the new password works').toBe(200);
+  });
+
+  it('a sign-in still checking the password when the user is deactivated is refused, and stays so once they are active again', async () => {
+    const user = await makeUser(app);
+    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await app.services.users.setActive(user.username, false, { via: 'cli', username: 'test' });
+    const session = await bySession;
+    expect([session.status, session.body.error]).toStrictEqual([401, 'invalid_credentials']);
+    await app.services.users.setActive(user.username, true, { via: 'cli', username: 'test' });
+    expect((await app.db.query('SELECT 1 FROM sessions WHERE user_id = $1', [user.id])).rowCount, 'no session to revive').toBe(0);
   });
 
   it('works with a bearer access token; that token stops working afterwards', async () => {
