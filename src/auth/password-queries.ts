@@ -31,13 +31,32 @@ export async function findResetCandidates(q: Queryable, username: string, email:
   return r.rows;
 }
 
-/** Stores a new reset token (its hash) for a user; any older one of theirs dies with it. */
-export async function insertPasswordReset(q: Queryable, userId: number, tokenHash: string, ttlSeconds: number): Promise<void> {
-  await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
+/**
+ * Stores a new reset token (its hash) for a user, unless one was made for them less than
+ * `intervalSeconds` ago: false then, and nothing changes. Older links stay usable until they
+ * expire, one is used or the password changes: a stranger asking for resets of someone's
+ * account can neither kill the link in their mailbox nor send more than one mail an
+ * interval. Used and expired rows of the user are dropped here. Call inside a transaction:
+ * the user's row is locked, so two requests at once make one link.
+ */
+export async function insertPasswordReset(q: Queryable, userId: number, tokenHash: string, ttlSeconds: number, intervalSeconds: number): Promise<boolean> {
+  await q.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId]);
+  const recent = await q.query(
+    'SELECT 1 FROM password_resets WHERE user_id = $1 AND created_at > now() - make_interval(secs => $2::int) LIMIT 1',
+    [userId, intervalSeconds],
+  );
+  if (recent.rowCount > 0) return false;
+  await q.query('DELETE FROM password_resets WHERE user_id = $1 AND (used_at IS NOT NULL OR expires_at <= now())', [userId]);
   await q.query(
     `INSERT INTO password_resets (user_id, token_hash, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::int))`,
     [userId, tokenHash, ttlSeconds],
   );
+  return true;
+}
+
+/** Every reset link of a user dies (their password or their mailbox changed). */
+export async function deletePasswordResets(q: Queryable, userId: number): Promise<void> {
+  await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
 }
 
 /** The user a reset token hash belongs to while it is unused and unexpired, or null (it is not used up). */
@@ -77,7 +96,7 @@ export async function storePassword(q: Queryable, userId: number, passwordHash: 
       WHERE id = $1`,
     [userId, passwordHash, mustChange],
   );
-  await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
+  await deletePasswordResets(q, userId);
 }
 
 /** Sets or clears the must-change flag alone. */

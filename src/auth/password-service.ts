@@ -76,13 +76,16 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
     }
     for (const user of users) {
       const token = randomBytes(32).toString('base64url');
-      await db.transaction(async (tx) => {
-        await insertPasswordReset(tx, user.id, hashResetToken(token), config.PASSWORD_RESET_TTL);
+      const made = await db.transaction(async (tx) => {
+        const created = await insertPasswordReset(tx, user.id, hashResetToken(token), config.PASSWORD_RESET_TTL, config.PASSWORD_RESET_INTERVAL);
         await writeAudit(tx, {
-          action: 'user.password_reset_request', outcome: 'success', userId: user.id, username: user.username,
-          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via },
+          action: 'user.password_reset_request', outcome: created ? 'success' : 'failure', userId: user.id, username: user.username,
+          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, ...(created ? {} : { reason: 'recently_sent' }) },
         });
+        return created;
       });
+      // a link went out less than PASSWORD_RESET_INTERVAL ago: it still works, no second mail
+      if (!made) continue;
       const link = `${publicUrl}/reset-password?token=${token}`;
       await mailer.send({ to: user.email, ...resetMessage(user, link, config.PASSWORD_RESET_TTL) });
     }

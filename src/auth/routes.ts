@@ -81,7 +81,7 @@ export const AUTH_ROUTES = [
   route({
     method: 'post', path: '/api/auth/password/forgot', tag: 'Sign-in', access: 'public', limit: 'login',
     summary: 'Ask for a password reset link by email',
-    description: '`login` is a username or an email address. The answer is the same, and as fast, whether or not an account matches: the lookup and the mail happen afterwards. An active account gets one message with a link to `/reset-password?token=…`, valid once for PASSWORD_RESET_TTL; a newer request or a password change kills older links.',
+    description: '`login` is a username or an email address. The answer is the same, and as fast, whether or not an account matches: the lookup and the mail happen afterwards. An active account gets one message with a link to `/reset-password?token=…`, valid once for PASSWORD_RESET_TTL; at most one mail per account per PASSWORD_RESET_INTERVAL (a request sooner sends nothing; a newer link leaves the older working); using a link or a password change kills them all.',
     body: forgotPasswordSchema,
     example: { login: 'alice' },
     responses: {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { writeAudit } from '../audit/writer.ts';
 import { assertPasswordAllowed } from '../auth/password-policy.ts';
-import { setMustChangePassword, storePassword } from '../auth/password-queries.ts';
+import { deletePasswordResets, setMustChangePassword, storePassword } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
 import type { Actor } from '../audit/actor.ts';
@@ -152,6 +152,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           ? 'user.update'
           : patch.active ? 'user.activate' : 'user.deactivate';
         await writeAudit(tx, { action, outcome: 'success', ...byAdministrator(actor, user), details: { ...actorDetails(actor), changed } });
+        // a link mailed to the address being replaced must not reset the password afterwards
+        if (patch.email !== undefined) await deletePasswordResets(tx, user.id);
         if (patch.active === false && user.was_active) await signOutDeactivated(tx, user, actor);
       });
     },

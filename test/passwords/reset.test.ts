@@ -101,14 +101,38 @@ describe('password reset by email (a real SMTP server)', () => {
     expect((await signIn(app, user.username, user.password)).res.status).toBe(200);
   });
 
-  it('refuses an unknown token, and an older link once a newer one was asked for', async () => {
+  it('sends one mail per PASSWORD_RESET_INTERVAL: a request sooner sends nothing and kills no link', async () => {
     const user = await makeUser(app);
     const first = await mailedToken(user.username, user.email);
+    for (let i = 0; i < 3; i++) expect((await app.http.post('/api/auth/password/forgot', { login: user.username })).status).toBe(202);
+    const refused = await eventually(async () => {
+      const rows = (await auditRows(app, user.username)).filter((r) => r.action === 'user.password_reset_request' && r.outcome === 'failure');
+      return rows.length === 3 ? rows : undefined;
+    }, 'three requests refused');
+    expect(refused.map((r) => r.details.reason)).toStrictEqual(['recently_sent', 'recently_sent', 'recently_sent']);
+    expect(smtp.to(user.email).length, 'one mail').toBe(1);
+    expect((await app.http.post('/api/auth/password/reset', { token: 'x'.repeat(43), new_password: NEW_PASSWORD })).body.error).toBe('invalid_reset_token');
+    expect((await app.http.post('/api/auth/password/reset', { token: first, new_password: NEW_PASSWORD })).status, 'the mailed link still works').toBe(200);
+  });
+
+  it('after the interval a request sends a new link; the older one keeps working until either is used', async () => {
+    const user = await makeUser(app);
+    const first = await mailedToken(user.username, user.email);
+    await app.db.query("UPDATE password_resets SET created_at = created_at - interval '2 minutes' WHERE user_id = $1", [user.id]);
     const second = await mailedToken(user.username, user.email);
     expect(second).not.toBe(first);
-    expect((await app.http.post('/api/auth/password/reset', { token: first, new_password: NEW_PASSWORD })).body.error).toBe('invalid_reset_token');
-    expect((await app.http.post('/api/auth/password/reset', { token: 'x'.repeat(43), new_password: NEW_PASSWORD })).body.error).toBe('invalid_reset_token');
-    expect((await app.http.post('/api/auth/password/reset', { token: second, new_password: NEW_PASSWORD })).status).toBe(200);
+    expect((await app.db.query('SELECT 1 FROM password_resets WHERE user_id = $1', [user.id])).rowCount).toBe(2);
+    expect((await app.http.post('/api/auth/password/reset', { token: first, new_password: NEW_PASSWORD })).status).toBe(200);
+    expect((await app.http.post('/api/auth/password/reset', { token: second, new_password: 'another long passphrase' })).body.error, 'using one kills the other')
+      .toBe('invalid_reset_token');
+  });
+
+  it('kills the links mailed to an address when an administrator changes it', async () => {
+    const user = await makeUser(app);
+    const token = await mailedToken(user.username, user.email);
+    await app.services.users.updateProfile(user.id, { email: `moved-${user.email}` }, { via: 'cli', username: 'test' });
+    expect((await app.http.post('/api/auth/password/reset', { token, new_password: NEW_PASSWORD })).body.error).toBe('invalid_reset_token');
+    expect((await signIn(app, user.username, user.password)).res.status, 'the password is unchanged').toBe(200);
   });
 
   it('kills an unused link when the password changes', async () => {
