@@ -11,10 +11,15 @@ export class PasswordChangeRequired extends AppError {
   readonly userId: number;
   readonly twoFactorUsed: boolean;
   constructor(userId: number, twoFactorUsed: boolean) {
-    super(403, 'password_change_required', 'Your password must be changed before you can sign in', {
+    // a code is good for one use: the one this sign-in gave is spent, the change needs the next
+    const message = twoFactorUsed
+      ? 'Your password must be changed before you can sign in. The two-factor code you gave is used up: send the next one with the change'
+      : 'Your password must be changed before you can sign in';
+    super(403, 'password_change_required', message, {
       extra: {
         change_password: {
-          method: 'POST', path: '/api/user/password', body: ['login', 'current_password', 'new_password', 'totp (two-factor users)'],
+          method: 'POST', path: '/api/user/password',
+          body: ['login', 'current_password', 'new_password', twoFactorUsed ? 'totp (the next code, or a recovery code)' : 'totp (two-factor users)'],
           page: '/account/password',
         },
       },

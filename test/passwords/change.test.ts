@@ -140,6 +140,26 @@ describe('changing a password', () => {
     expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'no session was kept: all ended').toBe(401);
   });
 
+  it('a two-factor user who must change the password is told that the code given is spent; a recovery code does the change', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const json = { cookie: cookie!, 'content-type': 'application/json' };
+    const { secret } = (await app.http.post('/api/user/2fa/setup', undefined, { headers: json })).body;
+    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret), current_password: user.password }, { headers: json });
+    expect(enabled.status).toBe(200);
+    await app.services.users.setPassword({ id: user.id }, { mustChange: true }, { via: 'cli', username: 'test' });
+
+    const refused = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: await totpCode(secret, 1) });
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/code you gave is used up: send the next one/);
+    expect(refused.body.change_password.body).toContain('totp (the next code, or a recovery code)');
+    const withoutSecondFactor = await app.http.post('/api/auth/login', { login: user.username, password: user.password });
+    expect(withoutSecondFactor.body.error, 'the code is asked before the change is').toBe('totp_required');
+
+    const changed = await change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD, totp: enabled.body.recovery_codes[0] });
+    expect(changed.status, changed.text).toBe(200);
+  });
+
   it('answers 401 to a caller who is neither signed in nor gives a login', async () => {
     const r = await change(undefined, { current_password: 'whatever it is', new_password: NEW_PASSWORD });
     expect(r.status).toBe(401);
