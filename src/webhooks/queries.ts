@@ -36,8 +36,8 @@ export async function lockWebhook(q: Queryable, id: number): Promise<WebhookReco
 /**
  * Changes the url, events, secret or active flag of a webhook; a field left undefined keeps
  * its value. Turning it on clears why it was off. Its deliveries stay (history and pending
- * ones alike): the dispatcher reads url and secret from this row at every claim, so each
- * later attempt, retries of earlier events included, goes to the new URL with the new secret.
+ * ones alike): the dispatcher reads url and secret from this row at every claim, and again
+ * before a delivery that waited in its memory goes out, so each later attempt, retries of earlier events included, goes to the new URL with the new secret.
  */
 export async function updateWebhook(
   q: Queryable,
@@ -119,15 +119,49 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
 
 /**
  * Gives back deliveries this dispatcher held the lease for but never attempted: unleased,
- * with the attempt that was counted for them uncounted, ready for any claimer now.
+ * with the attempt that was counted for them uncounted, ready for any claimer now. Those of a
+ * webhook turned off meanwhile are closed as failed instead, as disableWebhook closes the
+ * unleased ones: it cannot close these (they were leased), and no claim would ever take them.
+ * The webhook row is locked FOR SHARE, so a disable committing meanwhile is waited for and
+ * seen rather than read past.
  */
 export async function releaseDeliveries(q: Queryable, deliveries: ReadonlyArray<{ id: string; attempt: number }>): Promise<void> {
+  if (deliveries.length === 0) return;
   await q.query(
-    `UPDATE webhook_deliveries d SET locked_until = NULL, attempts = d.attempts - 1
-     FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
-     WHERE d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'`,
+    `WITH given AS (
+       SELECT r.id, r.attempt FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
+     ), hooks AS (
+       SELECT w.id, w.active, w.disabled_reason FROM webhooks w
+       WHERE w.id IN (SELECT d.webhook_id FROM webhook_deliveries d JOIN given g ON g.id = d.id)
+       FOR SHARE
+     )
+     UPDATE webhook_deliveries d SET
+       locked_until = NULL,
+       attempts = d.attempts - 1,
+       status = CASE WHEN w.active THEN 'pending' ELSE 'failed' END,
+       last_error = CASE WHEN w.active THEN d.last_error ELSE COALESCE(w.disabled_reason, 'webhook disabled') END,
+       completed_at = CASE WHEN w.active THEN NULL ELSE now() END
+     FROM given g, hooks w
+     WHERE d.id = g.id AND d.attempts = g.attempt AND d.status = 'pending' AND w.id = d.webhook_id`,
     [deliveries.map((d) => d.id), deliveries.map((d) => d.attempt)],
   );
+}
+
+/** Where a webhook's deliveries go now, and whether they go at all. */
+export interface WebhookTarget {
+  id: number;
+  active: boolean;
+  url: string;
+  secret: string;
+}
+
+/**
+ * The current url, secret and active flag of these webhooks (those deleted are missing), for
+ * deliveries that waited in a dispatcher's memory while an administrator may have changed them.
+ */
+export async function findWebhookTargets(q: Queryable, ids: readonly number[]): Promise<WebhookTarget[]> {
+  const r = await q.query<WebhookTarget>('SELECT id, active, url, secret FROM webhooks WHERE id = ANY($1::int[])', [[...new Set(ids)]], { prepare: true });
+  return r.rows;
 }
 
 /** The outcome of one attempt, to be recorded. `retryInMs` null: no further attempt. */
@@ -177,8 +211,11 @@ export async function recordAttempts(q: Queryable, records: readonly AttemptReco
 }
 
 /**
- * A receiver answered 410 Gone: it asks us to stop. The webhook is disabled and its other
- * pending deliveries are closed as failed, so nothing more is sent to it.
+ * A receiver answered 410 Gone, or an administrator turned the webhook off: it is disabled
+ * and its other pending deliveries are closed as failed, so nothing more is sent to it. Those
+ * leased to a dispatcher are left to it: one being attempted ends with its record
+ * (recordAttempts), one waiting in its memory is closed before it would begin
+ * (releaseDeliveries, src/webhooks/dispatcher.ts).
  */
 export async function disableWebhook(q: Queryable, webhookId: number, reason: string): Promise<void> {
   await q.query('UPDATE webhooks SET active = false, disabled_reason = $2 WHERE id = $1', [webhookId, reason]);
