@@ -5,7 +5,9 @@ import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
 import type { EventOutbox } from './events.ts';
-import { type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, recordAttempts, releaseDeliveries } from './queries.ts';
+import {
+  type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, findWebhookTargets, recordAttempts, releaseDeliveries, type WebhookTarget,
+} from './queries.ts';
 import { type AttemptOutcome, postOnce } from './sender.ts';
 import { signDelivery } from './signing.ts';
 import { failureFields } from '../http/unavailable.ts';
@@ -25,6 +27,22 @@ const RECORD_WAIT_MS = 10;
  * deliveries queued for seconds behind each other (docs/performance.md, "Webhook latency").
  */
 const UNRECORDED_PER_SLOT = 4;
+
+/**
+ * Deliveries waiting in memory for a slot, at most, per slot; the surplus is given back to
+ * the table at once, where any instance's claim takes it. Without a bound, token issue
+ * faster than sending filled memory, and deliveries waited here past their lease, when
+ * another instance claimed and sent them too. 64 slots start several thousand attempts a
+ * second on loopback (docs/performance.md, "Webhook latency"): 1,024 waiting is well under a
+ * second's work there, and a slow receiver's surplus goes to the table.
+ */
+export const HANDED_PER_SLOT = 16;
+
+/** A delivery we hold the lease for, waiting for a slot; begun no later than `startBy` (performance.now()). */
+interface Held {
+  delivery: ClaimedDelivery;
+  startBy: number;
+}
 
 /** A background worker of the service: `stop` lets the current attempts finish. */
 export interface Worker {
@@ -59,6 +77,8 @@ export interface DispatcherOptions {
    */
   concurrency?: number;
   lookup?: Lookup;
+  /** How long deliveries are leased to it: deliveryLeaseMs(config), unless a test shortens it. */
+  leaseMs?: number;
   /** Counts attempts by outcome for /metrics (the Prometheus counter, or a thread's relay of it). */
   metrics?: { webhookDeliveries: AttemptCounter };
 }
@@ -75,7 +95,16 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   const concurrency = options.concurrency ?? 64;
   const lookup = options.lookup ?? systemLookup;
   const policy = guardPolicy(config);
-  const leaseMs = deliveryLeaseMs(config);
+  const leaseMs = options.leaseMs ?? deliveryLeaseMs(config);
+  /**
+   * How long a delivery may wait in memory after its lease was taken: its attempt takes up to
+   * the timeout, and half of what the lease leaves beyond that is kept for recording the
+   * outcome and for the hand-off's own delay (it reaches us after the statement that leased
+   * it). Past that it is given back: once its lease has run out in the database another
+   * instance claims it, and both would send it.
+   */
+  const maxWaitMs = (leaseMs - config.WEBHOOK_TIMEOUT_MS) / 2;
+  const maxHanded = concurrency * HANDED_PER_SLOT;
 
   let stopped = false;
   let pumping = false;
@@ -94,8 +123,11 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   /** Attempts answered and waiting for their record. */
   let unrecorded = 0;
   const maxUnrecorded = concurrency * UNRECORDED_PER_SLOT;
-  /** Deliveries handed over by the transaction that wrote them, waiting for a free slot. */
-  const handed: ClaimedDelivery[] = [];
+  /** Deliveries we hold the lease for (handed over, or claimed beyond the free slots), waiting for a slot. */
+  const handed: Held[] = [];
+  let refilling = false;
+  /** Deliveries being given back to the table: stop() waits for them. */
+  const releases = new Set<Promise<void>>();
   // Attempts that finish within a few milliseconds of each other are recorded in one
   // statement: the receiver already has its event, and at a steady load one statement per
   // attempt cost PostgreSQL more than the attempts did.
@@ -115,17 +147,19 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     try {
       for (;;) {
         again = false;
-        while (handed.length > 0 && busy < concurrency && !stopped) begin(handed.shift()!);
+        void refill(); // waiting deliveries first: it takes their slots before its first await
         const free = concurrency - busy;
         if (stopped) break;
         if (free <= 0) {
           backlog = true;
           break;
         }
+        // taken before the statement: the lease it writes cannot have begun earlier
+        const startBy = performance.now() + maxWaitMs;
         const claimed = await claimDueDeliveries(db, free, leaseMs);
         backlog = claimed.length === free;
         // slots taken by hand-offs during the claim: the rest wait their turn
-        for (const delivery of claimed) offer(delivery);
+        receive(claimed, startBy);
         if (claimed.length < free && !again) break;
       }
     } catch (err) {
@@ -149,7 +183,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       freed = true;
       busy--;
       if (stopped) return;
-      if (handed.length > 0) begin(handed.shift()!);
+      if (handed.length > 0) void refill();
       else if (backlog) void pump();
     };
     const running = attempt(delivery, free).finally(() => {
@@ -162,17 +196,102 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   /**
    * Deliveries written already leased to this dispatcher (see EventOutbox.handOff): attempted
    * at once, with no claim statement and no wait for a wake-up. Past the concurrency limit
-   * they wait here, ahead of anything claimed from the table.
+   * they wait their turn, ahead of anything claimed from the table.
    */
   function take(deliveries: readonly ClaimedDelivery[]): void {
     if (stopped) return; // their leases run out and they are claimed again
-    for (const delivery of deliveries) offer(delivery);
+    receive(deliveries, performance.now() + maxWaitMs);
   }
 
-  /** Begins a delivery we hold the lease for when a slot is free and none waits before it; otherwise it waits its turn. */
-  function offer(delivery: ClaimedDelivery): void {
-    if (busy < concurrency && handed.length === 0) begin(delivery);
-    else handed.push(delivery);
+  /**
+   * Deliveries we now hold the lease for, to be begun by `startBy`: each begins at once when
+   * a slot is free and none waits before it, otherwise waits its turn; past the bound on
+   * waiting ones (or already too late to begin), it is given back to the table.
+   */
+  function receive(deliveries: readonly ClaimedDelivery[], startBy: number): void {
+    const surplus: ClaimedDelivery[] = [];
+    const late = performance.now() > startBy;
+    for (const delivery of deliveries) {
+      if (late || stopped) surplus.push(delivery);
+      else if (busy < concurrency && handed.length === 0) begin(delivery);
+      else if (handed.length < maxHanded) handed.push({ delivery, startBy });
+      else surplus.push(delivery);
+    }
+    giveBack(surplus);
+    void refill();
+  }
+
+  /**
+   * Begins waiting deliveries as slots are free. They may have waited long enough for an
+   * administrator to change their webhook, and a waiting delivery is leased, so turning the
+   * webhook off could not close it (disableWebhook): url, secret and active flag are read
+   * again first, in one statement for all that begin together. A webhook turned off meanwhile
+   * has its deliveries closed, one deleted gets nothing, a new URL or secret applies (README,
+   * "PATCH /api/webhooks/:id"). One whose lease is too near its end is given back.
+   */
+  async function refill(): Promise<void> {
+    if (refilling) return;
+    refilling = true;
+    try {
+      while (handed.length > 0 && busy < concurrency && !stopped) {
+        const batch: Held[] = [];
+        const late: ClaimedDelivery[] = [];
+        const now = performance.now();
+        while (handed.length > 0 && batch.length < concurrency - busy) {
+          const held = handed.shift()!;
+          if (now > held.startBy) late.push(held.delivery);
+          else batch.push(held);
+        }
+        giveBack(late);
+        if (batch.length === 0) continue;
+        busy += batch.length; // their slots, while their webhooks are read
+        let targets: Map<number, WebhookTarget>;
+        try {
+          targets = new Map((await findWebhookTargets(db, batch.map((h) => h.delivery.webhook_id))).map((w) => [w.id, w]));
+        } catch (err) {
+          // they wait on; the next wake, poll or finished attempt tries again
+          handed.unshift(...batch);
+          if (!stopped) logger.warn(failureFields(err), 'webhook dispatcher could not read the webhooks of waiting deliveries');
+          break;
+        } finally {
+          busy -= batch.length;
+        }
+        if (stopped) {
+          handed.unshift(...batch); // stop() gives them back
+          break;
+        }
+        const skipped: ClaimedDelivery[] = [];
+        const at = performance.now();
+        for (const { delivery, startBy } of batch) {
+          const target = targets.get(delivery.webhook_id);
+          if (!target) continue; // deleted, its deliveries with it
+          // a webhook turned off: giving its delivery back closes it as failed
+          if (!target.active || at > startBy) skipped.push(delivery);
+          else begin({ ...delivery, url: target.url, secret: target.secret });
+        }
+        giveBack(skipped);
+      }
+    } finally {
+      refilling = false;
+    }
+  }
+
+  /**
+   * Gives deliveries we hold but will not attempt back to the table (releaseDeliveries): any
+   * claimer takes them at once, this dispatcher too as its slots free up; those of a webhook
+   * turned off are closed there. Should that fail, they are claimed when their lease runs out.
+   */
+  function giveBack(deliveries: readonly ClaimedDelivery[]): void {
+    if (deliveries.length === 0) return;
+    const releasing = releaseDeliveries(db, deliveries.map((d) => ({ id: d.id, attempt: d.attempts })))
+      .then(() => {
+        backlog = true;
+        void pump();
+      }, (err) => {
+        logger.warn({ ...failureFields(err), deliveries: deliveries.length }, 'could not give back webhook deliveries; they go out when their lease ends');
+      })
+      .finally(() => releases.delete(releasing));
+    releases.add(releasing);
   }
 
   async function send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
@@ -203,7 +322,9 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   async function attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
     const outcome = await send(delivery);
     unrecorded++;
-    if (unrecorded <= maxUnrecorded) answered();
+    // A 410 keeps its slot until the webhook is disabled: the deliveries waiting behind it
+    // would otherwise read it still active and go out.
+    if (unrecorded <= maxUnrecorded && outcome.statusCode !== 410) answered();
     try {
       await recordOutcome(delivery, outcome);
     } finally {
@@ -273,18 +394,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       for (const t of retryTimers) clearTimeout(t);
       retryTimers.clear();
       // In-flight attempts finish and are recorded; nothing new is claimed.
-      while (attempts.size > 0 || pumping) {
+      while (attempts.size > 0 || pumping || refilling) {
         await Promise.allSettled([...attempts]);
-        if (pumping) await new Promise((r) => setTimeout(r, 5));
+        if (pumping || refilling) await new Promise((r) => setTimeout(r, 5));
       }
-      // Handed over but not begun: give them back, so they go out at once after a restart
-      // (or from another instance) instead of when their lease would have run out.
-      const unsent = handed.splice(0);
-      if (unsent.length > 0) {
-        await releaseDeliveries(db, unsent.map((d) => ({ id: d.id, attempt: d.attempts }))).catch((err) => {
-          logger.warn({ err, deliveries: unsent.length }, 'could not release handed-over webhook deliveries; they go out when their lease ends');
-        });
-      }
+      // Held but not begun: give them back, so they go out at once after a restart (or from
+      // another instance) instead of when their lease would have run out.
+      giveBack(handed.splice(0).map((h) => h.delivery));
+      await Promise.allSettled([...releases]);
     },
   };
 }
