@@ -2,14 +2,13 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
-import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
+import { guardPolicy, type Lookup, systemLookup } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
 import type { EventOutbox } from './events.ts';
 import {
   type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, findWebhookTargets, recordAttempts, releaseDeliveries, type WebhookTarget,
 } from './queries.ts';
-import { type AttemptOutcome, postOnce } from './sender.ts';
-import { signDelivery } from './signing.ts';
+import { type AttemptOutcome, sendDelivery } from './sender.ts';
 import { failureFields } from '../http/unavailable.ts';
 
 /** How long a finished attempt waits for others to be recorded with it. */
@@ -294,33 +293,9 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     releases.add(releasing);
   }
 
-  async function send(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
-    const started = performance.now();
-    const signed = signDelivery(delivery, delivery.secret);
-    // The timeout bounds the whole attempt, name resolution included (getaddrinfo can hang).
-    // Its timer is cleared when the attempt ends: AbortSignal.timeout's would still fire for
-    // every attempt, seconds later, each building an exception and rejecting a promise.
-    const timeoutMs = config.WEBHOOK_TIMEOUT_MS;
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeoutMs);
-    try {
-      const url = parseWebhookUrl(delivery.url);
-      const timedOut = new Promise<never>((_, reject) =>
-        deadline.signal.addEventListener('abort', () => reject(new Error(`timeout after ${timeoutMs} ms resolving ${url.hostname}`)), { once: true }));
-      timedOut.catch(() => {});
-      const target = await Promise.race([resolveTarget(url, policy, lookup), timedOut]);
-      return await postOnce(url, target, signed, { signal: deadline.signal, timeoutMs });
-    } catch (err) {
-      const message = err instanceof UrlNotAllowedError ? `refused: ${err.message}` : `error: ${(err as Error).message}`;
-      return { ok: false, statusCode: null, error: message, durationMs: Math.round(performance.now() - started) };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Sends, then records the outcome; `answered` is called once the receiver's answer is in, unless too many wait to be recorded. */
   async function attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
-    const outcome = await send(delivery);
+    const outcome = await sendDelivery(delivery, { timeoutMs: config.WEBHOOK_TIMEOUT_MS, policy, lookup });
     unrecorded++;
     // A 410 keeps its slot until the webhook is disabled: the deliveries waiting behind it
     // would otherwise read it still active and go out.

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { ResolvedAddress } from './address-guard.ts';
+import { type GuardPolicy, type Lookup, parseWebhookUrl, type ResolvedAddress, resolveTarget, UrlNotAllowedError } from './address-guard.ts';
+import type { ClaimedDelivery } from './queries.ts';
+import { signDelivery } from './signing.ts';
 
 /** At most this much of a receiver's answer is read (and kept, for the delivery log). */
 export const RESPONSE_BODY_CAP = 4096;
@@ -82,4 +84,33 @@ export function postOnce(
     req.on('error', (err: NodeJS.ErrnoException) => finish(null, err.code ? `${err.code}: ${err.message}` : err.message));
     req.end(payload.body);
   });
+}
+
+/**
+ * One attempt of a delivery: signed now, its URL's name resolved and checked by the SSRF
+ * guard (`policy`), posted to the checked address. Never throws: a refusal, a timeout or a
+ * connection error is an outcome without a status code.
+ */
+export async function sendDelivery(delivery: ClaimedDelivery, options: { timeoutMs: number; policy: GuardPolicy; lookup: Lookup }): Promise<AttemptOutcome> {
+  const started = performance.now();
+  const signed = signDelivery(delivery, delivery.secret);
+  // The timeout bounds the whole attempt, name resolution included (getaddrinfo can hang).
+  // Its timer is cleared when the attempt ends: AbortSignal.timeout's would still fire for
+  // every attempt, seconds later, each building an exception and rejecting a promise.
+  const { timeoutMs } = options;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  try {
+    const url = parseWebhookUrl(delivery.url);
+    const timedOut = new Promise<never>((_, reject) =>
+      deadline.signal.addEventListener('abort', () => reject(new Error(`timeout after ${timeoutMs} ms resolving ${url.hostname}`)), { once: true }));
+    timedOut.catch(() => {});
+    const target = await Promise.race([resolveTarget(url, options.policy, options.lookup), timedOut]);
+    return await postOnce(url, target, signed, { signal: deadline.signal, timeoutMs });
+  } catch (err) {
+    const message = err instanceof UrlNotAllowedError ? `refused: ${err.message}` : `error: ${(err as Error).message}`;
+    return { ok: false, statusCode: null, error: message, durationMs: Math.round(performance.now() - started) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
