@@ -154,6 +154,61 @@ describe('client secret rotation', () => {
     expect(again.text).toMatch(/<option value="0" selected>/);
   });
 
+  it('audits a second secret set by SQL and moves updated_at, without writing its hash to the log', async () => {
+    const client = await makeClient(app);
+    const extra = 'a-second-secret-written-by-hand-0123456789';
+    const stamp = () => app.db.query<{ updated_at: Date }>('SELECT updated_at FROM clients WHERE client_id = $1', [client.client_id])
+      .then((r) => new Date(r.rows[0].updated_at).getTime());
+    const updatesOf = async () => (await auditOf(app, 'client.update')).filter((a) => a.client_id === client.client_id);
+    const before = await stamp();
+    await app.db.query(`UPDATE clients SET previous_secret_hash = $2, previous_secret_expires_at = now() + interval '1 day' WHERE client_id = $1`,
+      [client.client_id, hashClientSecret(extra)]);
+    expect(await works(client.client_id, extra), 'the second secret works: exactly why it must be audited').toBe(true);
+    expect(await stamp(), 'updated_at moved').toBeGreaterThan(before);
+    const [set] = await updatesOf();
+    expect(set?.details).toMatchObject({ via: 'sql', changed: { previous_secret: 'set' } });
+    expect(Date.parse(set.details.previous_secret_expires_at) - Date.now()).toBeGreaterThan(86_000_000);
+    expect(JSON.stringify(set.details)).not.toContain(hashClientSecret(extra));
+
+    await app.db.query(`UPDATE clients SET previous_secret_expires_at = now() + interval '2 days' WHERE client_id = $1`, [client.client_id]);
+    expect((await updatesOf())[0].details.changed).toStrictEqual({ previous_secret: 'expiry changed' });
+    await app.db.query('UPDATE clients SET previous_secret_hash = NULL, previous_secret_expires_at = NULL WHERE client_id = $1', [client.client_id]);
+    const [cleared] = await updatesOf();
+    expect(cleared.details).toMatchObject({ changed: { previous_secret: 'cleared' }, previous_secret_expires_at: null });
+    expect(await works(client.client_id, extra)).toBe(false);
+    expect(await updatesOf()).toHaveLength(3);
+    expect((await auditOf(app, 'client.rotate_secret')).filter((a) => a.client_id === client.client_id), 'none of these is a rotation').toStrictEqual([]);
+  });
+
+  it('names a previous secret that is not the replaced one, even when the secret is replaced with it', async () => {
+    const client = await makeClient(app);
+    const replacement = 'replacement-secret-0123456789abcdefghijklmn';
+    await app.db.query(`UPDATE clients SET secret_hash = $2, previous_secret_hash = $3, previous_secret_expires_at = now() + interval '1 hour'
+      WHERE client_id = $1`, [client.client_id, hashClientSecret(replacement), hashClientSecret('some-other-secret-altogether')]);
+    const [update] = (await auditOf(app, 'client.update')).filter((a) => a.client_id === client.client_id);
+    expect(update?.details.changed).toStrictEqual({ secret: 'replaced', previous_secret: 'set' });
+  });
+
+  it('refuses by SQL a grace longer than the 30 days the API and the CLI allow, and takes the full 30 days from them', async () => {
+    const client = await makeClient(app);
+    const extra = hashClientSecret('backdoor');
+    for (const until of [`now() + interval '100 years'`, `now() + interval '30 days 1 second'`]) {
+      const refused = await app.db.query(`UPDATE clients SET previous_secret_hash = $2, previous_secret_expires_at = ${until} WHERE client_id = $1`,
+        [client.client_id, extra]).then(() => null, (e: { code?: string; message: string }) => e);
+      expect(refused?.code, until).toBe('23514');
+      expect(refused?.message).toMatch(/more than 30 days/);
+    }
+    const inserted = await app.db.query(
+      `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, previous_secret_hash, previous_secret_expires_at)
+       VALUES ($1, 'By SQL', $2, 'door', 'https://sql.example/cb', '{127.0.0.1}', $2, now() + interval '1 year')`,
+      [unique('sql-grace-'), extra]).then(() => null, (e: { code?: string }) => e.code);
+    expect(inserted).toBe('23514');
+    expect(await works(client.client_id, 'backdoor')).toBe(false);
+    const rotated = await app.services.clients.rotateSecret(client.client_id, { via: 'cli' }, { graceSeconds: 2_592_000 });
+    expect(await works(client.client_id, client.client_secret), 'a 30-day grace by the service passes the trigger').toBe(true);
+    expect(await works(client.client_id, rotated.secret)).toBe(true);
+  });
+
   it('still authenticates a client inserted with plain SQL that names none of the rotation columns', async () => {
     const id = unique('sql-client-');
     const secret = 'a-secret-written-by-hand-into-the-database';
