@@ -1,5 +1,12 @@
 // Admin panel: the "Copy" button next to a secret shown once. Served from this origin (the
 // Content-Security-Policy allows no inline script).
+
+// A secret is shown once, in the answer to the form that made it (it is never kept in the
+// session): the client's own address replaces the form's in the history, so a reload or a
+// return asks for that page, without the secret, instead of sending the form again.
+const shownAt = document.querySelector('[data-shown-at]')?.getAttribute('data-shown-at');
+if (shownAt && window.history.replaceState) window.history.replaceState(null, '', shownAt);
+
 document.addEventListener('click', async (event) => {
   const button = event.target instanceof Element ? event.target.closest('[data-copy]') : null;
   if (!button) return;

@@ -14,6 +14,10 @@ function formValuesOf(c: ClientRecord): ClientFormValues {
   return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
 }
 
+function previousUntilOf(c: ClientRecord): string | null {
+  return c.previous_secret_expires_at ? new Date(c.previous_secret_expires_at).toISOString() : null;
+}
+
 /**
  * The panel's client-system pages: list, register, detail (edit, activate), regenerate the
  * secret (optionally keeping the old one valid for a grace period).
@@ -36,12 +40,22 @@ export function clientPanel(deps: { clients: ClientService }) {
   };
 
   const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown) => {
-    // the one-time secret belongs to this page view only: taken out of the session here
-    const revealed = req.session.revealedSecret?.client_id === client.client_id ? req.session.revealedSecret : undefined;
-    if (revealed) delete req.session.revealedSecret;
-    const previousUntil = client.previous_secret_expires_at ? new Date(client.previous_secret_expires_at).toISOString() : null;
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, revealed, previousUntil },
+    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, previousUntil: previousUntilOf(client) },
       refused === undefined ? {} : refusedForm(refused));
+  };
+
+  /**
+   * The client's page with a secret just made, as the answer to the POST that made it. Never
+   * kept in the session for a redirect: sessions are rows in the database (and in its backups),
+   * and a secret is only ever stored hashed. The answer is no-store like every panel answer;
+   * `shownAt` lets public/js/admin.js put the client's own address in the history, so a reload
+   * is a GET of that page, without the secret, rather than the form sent again.
+   */
+  const renderRevealed = (req: Request, res: Response, client: ClientRecord, revealed: { secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null }) => {
+    renderAdmin(req, res, 'client', {
+      section: 'clients', client: toPublicClient(client), form: formValuesOf(client), previousUntil: previousUntilOf(client),
+      revealed, shownAt: `/admin/clients/${encodeURIComponent(client.client_id)}`,
+    });
   };
 
   const list: RequestHandler = (req, res) => renderList(req, res);
@@ -55,8 +69,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       allowEverything: checked(form.allow_everything),
       logoUrl: form.logo_url,
     }, actorOf(req, res, 'admin_panel'));
-    req.session.revealedSecret = { client_id: client.client_id, secret, reason: 'created' };
-    res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
+    renderRevealed(req, res, client, { secret, reason: 'created' });
   };
 
   const show: RequestHandler = async (req, res) => {
@@ -94,11 +107,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     const client = await clientOr404(req);
     const graceSeconds = Number(input(res, regenerateForm).grace_seconds);
     const rotated = await clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds });
-    const until = rotated.client.previous_secret_expires_at;
-    req.session.revealedSecret = {
-      client_id: client.client_id, secret: rotated.secret, reason: 'regenerated', previous_until: until ? new Date(until).toISOString() : null,
-    };
-    res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
+    renderRevealed(req, res, rotated.client, { secret: rotated.secret, reason: 'regenerated', previous_until: previousUntilOf(rotated.client) });
   };
 
   /** A refused registration or edit is shown on the same form, with what was typed, naming the problem. */

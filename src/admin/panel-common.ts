@@ -8,10 +8,12 @@ import type { UserRecord } from '../users/user.ts';
 declare module 'express-session' {
   interface SessionData {
     /**
-     * A client secret just created or regenerated, kept only for the one redirect to the page
-     * that shows it; that page removes it, so a reload no longer has it.
+     * A client secret just created or regenerated, which earlier versions kept in the session
+     * for the redirect to the page showing it. Nothing writes it now (the page is the POST's
+     * answer, see panel-clients.ts); a session saved by an earlier version loses it at its next
+     * admin page rather than keeping it until it expires.
      */
-    revealedSecret?: { client_id: string; secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null };
+    revealedSecret?: unknown;
   }
 }
 
@@ -48,8 +50,7 @@ export function renderAdmin(
   locals: Record<string, unknown>,
   options: { status?: number; flash?: FlashMessage[]; fieldErrors?: FieldErrors } = {},
 ): void {
-  // a one-time secret not shown on the page it was meant for (clientPanel takes it out before
-  // rendering that page) is dropped at the next admin page, so it never lingers in the session
+  // a one-time secret left in the session by an earlier version (see SessionData above)
   if (req.session?.revealedSecret) delete req.session.revealedSecret;
   renderPage(req, res, `admin/${view}`, { nav: 'admin', fmt: formatTime, ...locals }, options);
 }

@@ -43,7 +43,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: clients.handle((h) => h.list),
   }),
   panel({
-    method: 'post', path: '/admin/clients', summary: 'Register a client system (secret shown once)', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '203.0.113.0/24' }, responses: { 200: html('The new secret, shown once'), ...formDone('the client') },
+    method: 'post', path: '/admin/clients', summary: 'Register a client system (secret shown once)', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '203.0.113.0/24' }, responses: { 200: html('The client\'s page with its secret, shown this once (never kept in the session)'), 400: html('The form again with the problem') },
     bodyType: 'form', body: clientForm,
     handle: clients.handle((h) => h.create),
     onError: clients.onError((h) => h.createFailed),
@@ -69,7 +69,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: clients.handle((h) => h.confirmRegenerate),
   }),
   panel({
-    method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', example: { grace_seconds: '3600' }, responses: { 200: html('The new secret, shown once'), ...formDone('the client') },
+    method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', example: { grace_seconds: '3600' }, responses: { 200: html('The client\'s page with the new secret, shown this once (never kept in the session)'), 303: redirect('Refused: back to the client, with the reason') },
     bodyType: 'form', body: regenerateForm,
     handle: clients.handle((h) => h.regenerate),
     onError: () => back(client),

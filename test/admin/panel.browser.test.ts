@@ -41,17 +41,18 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
   const tokenFor = (client: { client_id: string }, secret: string, username: string, localAddress?: string) =>
     app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: secret, username }, { localAddress });
 
-  it('creates a client system and shows its secret once, on the page that follows; a reload no longer has it', async () => {
+  it('creates a client system and shows its secret once, in the answer to the form; a reload no longer has it and registers nothing', async () => {
     const user = await makeUser(app);
     await page.goto(`${await app.listen()}/admin/clients`);
     await page.getByLabel('Name').fill('Customer CRM');
     await page.getByLabel('Callback URL').fill('https://crm.example/sso/callback');
     await page.getByLabel('Allowed IP addresses').fill('127.0.0.1\n::1');
     const [answer] = await Promise.all([
-      page.waitForResponse((r) => /\/admin\/clients\/[^/]+$/.test(new URL(r.url()).pathname) && r.request().method() === 'GET'),
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/admin/clients' && r.request().method() === 'POST'),
       clickAndLoad(page, page.getByRole('button', { name: 'Register client system' })),
     ]);
     expect(await answer.headerValue('cache-control'), 'the page with the secret is never cached').toBe('no-store');
+    expect(answer.status(), 'the secret is in the answer itself, not behind a redirect through the session').toBe(200);
     const secretField = page.locator('input[data-secret]');
     const secret = await secretField.inputValue();
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -61,13 +62,17 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     expect(await page.evaluate(() => navigator.clipboard.readText()), 'the copy button copies the secret').toBe(secret);
     expect(await page.locator('.secret').innerText()).toMatch(/shown only this once/);
     const clientId = (await page.locator('[data-field="client_id"]').innerText()).trim();
+    expect(new URL(page.url()).pathname, 'the history holds the client\'s own address').toBe(`/admin/clients/${clientId}`);
     expect((await tokenFor({ client_id: clientId }, secret, user.username)).status, 'the secret shown works').toBe(200);
     await assertAccessible(page, 'client created');
     await saveScreenshot(page, 'admin-client-created');
 
+    const registered = () => app.db.query("SELECT 1 FROM clients WHERE client_name = 'Customer CRM'").then((r) => r.rowCount);
+    const before = await registered();
     await page.reload();
     expect(await page.locator('input[data-secret]').count(), 'gone after a reload').toBe(0);
     expect(!(await page.content()).includes(secret)).toBeTruthy();
+    expect(await registered(), 'the reload did not send the form again').toBe(before);
     expect(await page.locator('[data-field="masked-secret"]').innerText()).toBe(`••••••••${secret.slice(-4)}`);
     await page.goto(`${await app.listen()}/admin/clients`);
     expect(!(await page.content()).includes(secret), 'the list shows it masked').toBeTruthy();
@@ -95,6 +100,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
     expect((await tokenFor(client, newSecret, user.username)).status).toBe(200);
     await page.reload();
     expect(await page.locator('input[data-secret]').count()).toBe(0);
+    expect((await tokenFor(client, newSecret, user.username)).status, 'the reload regenerated nothing').toBe(200);
   });
 
   it('edits the allow list: a bad entry is refused by name, a good one is saved and the token endpoint honours it at once', async () => {

@@ -130,19 +130,39 @@ describe('admin panel over HTTP', () => {
     }
   });
 
-  it('drops a one-time secret that was not shown on its page at the next admin page', async () => {
+  it('shows a new or regenerated secret in the answer to its form, no-store, and never writes it to the session', async () => {
     const s = await signInPage(app, adminUser);
+    const sessionsHold = async (secret: string) => JSON.stringify((await app.db.query<{ sess: unknown }>('SELECT sess FROM sessions')).rows).includes(secret);
+    const shown = (page: { text: string }) => page.text.match(/id="client-secret" type="text" readonly value="([A-Za-z0-9_-]{43})"/)?.[1];
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
-    const created = await s.post('/admin/clients', { _csrf: csrf, client_name: 'Lost Tab', callback_url: 'https://lost.example/cb', allowed_ips: '127.0.0.1' });
-    expect(created.status).toBe(303);
-    const detail = String(created.headers.location);
-    expect(detail).toMatch(/^\/admin\/clients\/lost-tab-/);
-    await s.get('/admin/users'); // the browser went elsewhere instead of following the redirect
-    const later = await s.get(detail);
-    expect(later.status).toBe(200);
-    expect(later.text, 'the secret is gone').not.toMatch(/data-secret/);
-    const sessions = await app.db.query<{ sess: unknown }>('SELECT sess FROM sessions');
-    expect(!sessions.rows.some((r) => JSON.stringify(r.sess).includes('revealedSecret')), 'and not kept in any session').toBeTruthy();
+    const created = await s.post('/admin/clients', { _csrf: csrf, client_name: 'Closed Tab', callback_url: 'https://closed.example/cb', allowed_ips: '127.0.0.1' });
+    expect(created.status, created.text.slice(0, 300)).toBe(200);
+    expect(created.headers['cache-control']).toBe('no-store');
+    const secret = shown(created);
+    expect(secret, 'the secret is on the page the form answers with').toBeTruthy();
+    const clientId = created.text.match(/data-field="client_id">([^<]+)</)?.[1] ?? '';
+    expect(clientId).toMatch(/^closed-tab-/);
+    expect(created.text, 'the page asks to be remembered at the client\'s own address').toContain(`data-shown-at="/admin/clients/${clientId}"`);
+    await app.services.clients.authenticateClient(clientId, secret!);
+    expect(await sessionsHold(secret!), 'the plain secret is in no session row').toBe(false);
+    const [audit] = (await app.db.query<{ details: unknown }>("SELECT details FROM audit_log WHERE action = 'client.create' AND client_id = $1", [clientId])).rows;
+    expect(JSON.stringify(audit.details)).toContain('admin_panel');
+    expect((await s.get(`/admin/clients/${clientId}`)).text, 'the client\'s page shows it no more').not.toMatch(/data-secret/);
+
+    const confirm = await s.get(`/admin/clients/${clientId}/regenerate`);
+    const regenerated = await s.post(`/admin/clients/${clientId}/regenerate`, { _csrf: hiddenField(confirm.text, '_csrf'), grace_seconds: '0' });
+    expect(regenerated.status).toBe(200);
+    expect(regenerated.headers['cache-control']).toBe('no-store');
+    const fresh = shown(regenerated);
+    expect(fresh).toBeTruthy();
+    expect(fresh).not.toBe(secret);
+    expect(regenerated.text).toMatch(/previous secret no longer works/);
+    expect(regenerated.text, 'the masked secret is the new one').toContain(`••••••••${fresh!.slice(-4)}`);
+    expect(await sessionsHold(fresh!)).toBe(false);
+    const refused = await s.post(`/admin/clients/${clientId}/regenerate`, { _csrf: 'forged', grace_seconds: '0' });
+    expect(refused.status, 'still CSRF-checked').toBe(403);
+    expect(shown(refused)).toBeUndefined();
+    await app.services.clients.authenticateClient(clientId, fresh!);
   });
 
   it('shows the overview counts', async () => {
