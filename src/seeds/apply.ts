@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
-import { clientStates } from './queries.ts';
+import { allowSeedCommit, clientStates, guardSeedCommit, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {
@@ -25,6 +25,13 @@ export class SeedError extends Error {
 }
 
 /**
+ * A seed file ended the run's transaction (a ROLLBACK the scan did not see): the run stopped
+ * there, but what the file did after it may have been committed, so "nothing was applied"
+ * cannot be said.
+ */
+export class SeedTransactionEndedError extends SeedError {}
+
+/**
  * Applies seed files in the order given, all in one transaction: when any statement of any
  * file fails, nothing of the run stays. The database checks every client row and audits and
  * announces each change itself (migrations/0002_clients_as_sql.sql); here each file is named
@@ -38,6 +45,10 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     }
   }
   return db.transaction(async (tx) => {
+    // A COMMIT the scan missed fails (see guardSeedCommit); a ROLLBACK cannot be made to fail,
+    // but it shows: the statements after it run in a transaction of their own, with another id.
+    await guardSeedCommit(tx);
+    const run = await transactionId(tx);
     const before = await clientStates(tx);
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
@@ -46,7 +57,12 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       } catch (err) {
         throw new SeedError(file.name, describeDatabaseError(err, file.sql));
       }
+      if ((await transactionId(tx)) !== run) {
+        throw new SeedTransactionEndedError(file.name, 'the file ended the run\'s transaction (ROLLBACK or similar): what came before it was undone, '
+          + 'but statements after it in this file may have been applied on their own; check the clients table, and remove BEGIN/COMMIT/ROLLBACK from the file');
+      }
     }
+    await allowSeedCommit(tx);
     const after = await clientStates(tx);
     const created = [...after.keys()].filter((id) => !before.has(id));
     const updated = [...after.keys()].filter((id) => before.has(id) && before.get(id) !== after.get(id));
@@ -71,13 +87,88 @@ export function describeDatabaseError(err: unknown, sql: string): string {
 /**
  * The first statement that would end or nest the run's transaction (BEGIN, COMMIT, ...),
  * outside comments, quoted text and dollar-quoted bodies (a DO block's BEGIN ... END is fine).
+ * A friendly refusal before anything runs; applySeeds does not rely on it alone.
  */
 export function transactionControl(sql: string): string | null {
-  // one pass, leftmost first, so a quote inside a comment (or the reverse) is skipped whole
-  const code = sql.replace(/\$([A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?\$\1\$|'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\//g, ' ');
-  for (const statement of code.split(';')) {
+  for (const statement of codeOf(sql).split(';')) {
     const m = /^\s*(begin|commit|rollback|end|abort|start\s+transaction|savepoint|release|prepare\s+transaction)\b/i.exec(statement);
     if (m) return m[1].replace(/\s+/g, ' ').toUpperCase();
   }
   return null;
+}
+
+// PostgreSQL's lexer (scan.l): identifiers may hold digits and $ after the first character,
+// and every byte above 0x7F counts as a letter
+const IDENT_START = /[A-Za-z_\u0080-\uffff]/;
+const IDENT_CONT = /[A-Za-z0-9_$\u0080-\uffff]/;
+const DOLLAR_TAG = /\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/y;
+
+/**
+ * `sql` with comments, quoted text, quoted identifiers and dollar-quoted bodies blanked, read
+ * as PostgreSQL reads them: a whole identifier is one token, so `E'...'` (an escape string,
+ * where \' does not end it) is one only when the E stands alone, and `x$$` is a name, not the
+ * start of a dollar quote; block comments nest. U&'...', B'...', N'...' end like plain strings.
+ */
+function codeOf(sql: string): string {
+  let code = '';
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i];
+    if (IDENT_START.test(c)) {
+      let end = i + 1;
+      while (end < sql.length && IDENT_CONT.test(sql[end])) end += 1;
+      const escapeString = end === i + 1 && (c === 'E' || c === 'e') && sql[end] === "'";
+      code += sql.slice(i, end) + (escapeString ? ' ' : '');
+      i = escapeString ? quotedEnd(sql, end + 1, "'", true) : end;
+      continue;
+    }
+    DOLLAR_TAG.lastIndex = i;
+    const tag = c === '$' ? DOLLAR_TAG.exec(sql)?.[0] : undefined;
+    let end: number | undefined;
+    if (tag) {
+      const close = sql.indexOf(tag, i + tag.length);
+      end = close < 0 ? sql.length : close + tag.length;
+    } else if (c === "'" || c === '"') {
+      end = quotedEnd(sql, i + 1, c, false);
+    } else if (sql.startsWith('--', i)) {
+      const newline = sql.indexOf('\n', i);
+      end = newline < 0 ? sql.length : newline;
+    } else if (sql.startsWith('/*', i)) {
+      end = blockCommentEnd(sql, i);
+    }
+    code += end === undefined ? c : ' ';
+    i = end ?? i + 1;
+  }
+  return code;
+}
+
+/** Where text quoted by `quote` that starts at `from` ends: a doubled quote is one; with `backslash`, \x is one character. */
+function quotedEnd(sql: string, from: number, quote: string, backslash: boolean): number {
+  let i = from;
+  while (i < sql.length) {
+    if (backslash && sql[i] === '\\') i += 2;
+    else if (sql[i] !== quote) i += 1;
+    else if (sql[i + 1] === quote) i += 2;
+    else return i + 1;
+  }
+  return sql.length;
+}
+
+/** Where the block comment opening at `from` ends, counting the comments nested in it. */
+function blockCommentEnd(sql: string, from: number): number {
+  let depth = 0;
+  let i = from;
+  while (i < sql.length) {
+    if (sql.startsWith('/*', i)) {
+      depth += 1;
+      i += 2;
+    } else if (sql.startsWith('*/', i)) {
+      depth -= 1;
+      i += 2;
+      if (depth === 0) return i;
+    } else {
+      i += 1;
+    }
+  }
+  return sql.length;
 }

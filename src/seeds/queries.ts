@@ -7,3 +7,38 @@ export async function clientStates(q: Queryable): Promise<Map<string, string>> {
   );
   return new Map(r.rows.map((row) => [row.client_id, row.state]));
 }
+
+/**
+ * Makes a COMMIT inside a seed file fail: a deferred constraint trigger on a temporary
+ * table of this run (gone with it) refuses every commit but the runner's own, which says so
+ * first with the transaction-local auth.seed_commit. The COMMIT then errors and the whole run
+ * is rolled back, whatever the file looked like to transactionControl (a string setting such
+ * as standard_conforming_strings = off changes how quotes read). CREATE OR REPLACE: a pooled
+ * connection keeps pg_temp's function from an earlier run. The temporary table also gives the
+ * transaction its id (see transactionId) before any file runs.
+ */
+export async function guardSeedCommit(tx: Queryable): Promise<void> {
+  await tx.exec(`
+  CREATE TEMPORARY TABLE seed_run_guard (run int) ON COMMIT DROP;
+  CREATE OR REPLACE FUNCTION pg_temp.seed_run_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF current_setting('auth.seed_commit', true) IS DISTINCT FROM 'runner' THEN
+      RAISE EXCEPTION 'COMMIT inside a seed file: a seed run is one transaction of its own; remove BEGIN/COMMIT/ROLLBACK from the file'
+        USING ERRCODE = 'invalid_transaction_termination';
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE CONSTRAINT TRIGGER seed_run_guard AFTER INSERT ON pg_temp.seed_run_guard
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pg_temp.seed_run_guard();
+  INSERT INTO pg_temp.seed_run_guard VALUES (1);`);
+}
+
+/** The runner's own COMMIT, the one guardSeedCommit lets through: to be called last in the run. */
+export async function allowSeedCommit(tx: Queryable): Promise<void> {
+  await tx.query("SELECT set_config('auth.seed_commit', 'runner', true)");
+}
+
+/** The id of the transaction `q` is in (a new one each time outside a transaction). */
+export async function transactionId(q: Queryable): Promise<string> {
+  return (await q.query<{ id: string }>('SELECT txid_current()::text AS id')).rows[0].id;
+}

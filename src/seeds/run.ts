@@ -7,7 +7,7 @@ import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { CliIo } from '../cli/run.ts';
 import { migrate } from '../db/migrate.ts';
 import { describeDatabase, openDatabase } from '../db/open.ts';
-import { applySeeds, type SeedFile, SeedError, type SeedResult } from './apply.ts';
+import { applySeeds, type SeedFile, SeedError, type SeedResult, SeedTransactionEndedError } from './apply.ts';
 
 export const SEED_USAGE = `Usage: npm run seed [-- FILE...] [--json]
 
@@ -54,7 +54,7 @@ export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Pro
     }
   } catch (err) {
     if (err instanceof SeedError) {
-      io.stderr(`seed: ${err.message}\nNothing was applied.\n`);
+      io.stderr(`seed: ${err.message}\n${err instanceof SeedTransactionEndedError ? '' : 'Nothing was applied.\n'}`);
       return 1;
     }
     if (err instanceof ConfigError || err instanceof EnvFileError) {

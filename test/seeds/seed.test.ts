@@ -177,6 +177,42 @@ describe('client systems as SQL seeds', () => {
     expect(block.code, block.stderr).toBe(0);
   });
 
+  const SCS_OFF = 'SET standard_conforming_strings = off;\n';
+  it('applies nothing when a COMMIT follows an escape string (E\'it\\\'s\')', async () => {
+    const first = newClient();
+    const run = await apply({
+      '01.sql': seedSql([first]),
+      '02.sql': `SELECT E'it\\'s'; COMMIT; SELECT 'x';\n${seedSql([newClient({ ips: ['not-an-ip'] })])}`,
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/02\.sql: "COMMIT"/);
+    expect(run.stderr).toContain('Nothing was applied.');
+    expect(await listed(first.id), 'the first file is not committed').toBeUndefined();
+  });
+
+  it('refuses a COMMIT the scan cannot see, and applies nothing', async () => {
+    const first = newClient();
+    // with standard_conforming_strings off (set by an earlier file) a plain string takes \' too,
+    // which the scan of one file cannot know
+    const run = await apply({ '01.sql': `${SCS_OFF}${seedSql([first])}`, '02.sql': `SELECT 'it\\'s'; COMMIT; SELECT 'x';\n${seedSql([newClient()])}` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/02\.sql: COMMIT inside a seed file/);
+    expect(run.stderr).toContain('Nothing was applied.');
+    expect(await listed(first.id), 'the first file is not committed').toBeUndefined();
+  });
+
+  it('stops at a ROLLBACK the scan cannot see and does not claim that nothing was applied', async () => {
+    const [first, tail, third] = [newClient(), newClient(), newClient()];
+    const hidden = `SELECT 'it\\'s'; ROLLBACK; SELECT 'x';\n${seedSql([tail])}`;
+    const run = await apply({ '01.sql': `${SCS_OFF}${seedSql([first])}`, '02.sql': hidden, '03.sql': seedSql([third]) });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/02\.sql: the file ended the run's transaction/);
+    expect(run.stderr).not.toContain('Nothing was applied');
+    expect(await listed(first.id), 'undone by the ROLLBACK').toBeUndefined();
+    expect(await listed(third.id), 'the run stopped at the file').toBeUndefined();
+    expect(await listed(tail.id), 'what followed the ROLLBACK committed on its own, as the message warns').toBeDefined();
+  });
+
   it('a seed that deletes a client reports and audits the removal', async () => {
     const c = newClient();
     expect((await apply({ 'add.sql': seedSql([c]) })).code).toBe(0);
