@@ -30,7 +30,8 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
   client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
-  client set-ips CLIENT_ID IP_OR_CIDR...
+  client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
+                             is admitted); 0.0.0.0/0 or ::/0 needs --allow-everything
   client list
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
   user set-password USERNAME --password P [--must-change]
@@ -120,7 +121,10 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
     }
     case 'client set-ips': {
       const [clientId, ...ips] = rest;
-      if (!clientId) usage('client set-ips CLIENT_ID IP_OR_CIDR...');
+      const none = args.options.none === true;
+      // An empty list admits nobody: a forgotten address must not lock every caller out, so
+      // emptying the list is said with --none, never by giving no address.
+      if (!clientId || (ips.length === 0 && !none) || (ips.length > 0 && none)) usage('client set-ips CLIENT_ID IP_OR_CIDR... | --none   (--none: admit nobody)');
       const client = await services.clients.updateClient(clientId, { allowedIps: ips, allowEverything: args.options['allow-everything'] === true }, ACTOR);
       return { json: { client_id: client.client_id, allowed_ips: client.allowed_ips }, text: `${client.client_id} allows: ${client.allowed_ips.join(', ') || '(nobody)'}` };
     }

@@ -29,6 +29,7 @@ const OPTIONS = {
   'callback-url': { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
   'allow-everything': { type: 'boolean' },
+  none: { type: 'boolean' },
   id: { type: 'string' },
   username: { type: 'string' },
   email: { type: 'string' },

@@ -66,6 +66,23 @@ describe('admin command line with the service running', () => {
     expect(JSON.parse(good.stdout)).toStrictEqual({ client_id: created.client_id, allowed_ips: ['10.0.0.1', '2001:db8::/32'] });
   });
 
+  it('empties an allow list only when told so with --none, never for a forgotten address', async () => {
+    const created = JSON.parse((await admin(app, ['client', 'create', '--name', 'Kept', '--callback-url', 'https://k.example/cb', '--allow-ip', '10.0.0.1', '--json'])).stdout);
+    const allowed = async () => (await app.db.query<{ allowed_ips: string[] }>('SELECT allowed_ips FROM clients WHERE client_id = $1', [created.client_id])).rows[0].allowed_ips;
+    const forgotten = await admin(app, ['client', 'set-ips', created.client_id, '--json']);
+    expect(forgotten.code, 'a usage error').toBe(2);
+    expect(forgotten.stdout).toBe('');
+    expect(forgotten.stderr).toMatch(/--none/);
+    expect(await allowed(), 'the list is kept').toStrictEqual(['10.0.0.1']);
+    const both = await admin(app, ['client', 'set-ips', created.client_id, '10.0.0.2', '--none']);
+    expect(both.code).toBe(2);
+    expect(await allowed()).toStrictEqual(['10.0.0.1']);
+    const none = await admin(app, ['client', 'set-ips', created.client_id, '--none', '--json']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(JSON.parse(none.stdout)).toStrictEqual({ client_id: created.client_id, allowed_ips: [] });
+    expect(await allowed()).toStrictEqual([]);
+  });
+
   it('deactivates, reactivates and unlocks users', async () => {
     const username = JSON.parse((await admin(app, ['user', 'create', '--username', unique('dave'), '--email', 'd@example.com', '--password', 'a long password', '--json'])).stdout).username;
     const off = await admin(app, ['user', 'set-active', username, 'false', '--json']);
