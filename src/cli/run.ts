@@ -60,9 +60,10 @@ export async function runAdmin(argv: string[], io: CliIo): Promise<number> {
       io.stderr(`${err.message}\n`);
       return err instanceof AppError && err.code === 'usage' ? 2 : 1;
     }
-    const message = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? `${(err as Error).message}\n\n${USAGE}` : `admin: ${(err as Error).message}`;
-    io.stderr(`${message}\n`);
-    return 1;
+    // an unknown option or a missing value is a usage error like any other: 2, as npm run seed
+    const parse = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+    io.stderr(`${parse ? `${(err as Error).message}\n\n${USAGE}` : `admin: ${(err as Error).message}`}\n`);
+    return parse ? 2 : 1;
   }
 }
 

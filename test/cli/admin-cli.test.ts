@@ -114,6 +114,17 @@ describe('admin command line with the service running', () => {
     expect(unknownOption.stderr).toMatch(/no-such-option/);
   });
 
+  it('exits 2 for every usage error, those the option parser finds too (as npm run seed does)', async () => {
+    const client = JSON.parse((await admin(app, ['client', 'create', '--name', 'Usage', '--callback-url', 'https://u.example/cb', '--json'])).stdout);
+    for (const argv of [['client', 'create'], ['client', 'list', '--no-such-option'], ['client', 'rotate-secret', client.client_id, '--grace-seconds', '-5'],
+      ['client', 'rotate-secret', client.client_id, '--grace-seconds'], ['client', 'rotate-secret', client.client_id, '--grace-seconds', 'soon'], ['user', 'unlock']]) {
+      const r = await admin(app, argv);
+      expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stdout).toBe('');
+    }
+    await app.services.clients.authenticateClient(client.client_id, client.client_secret); // nothing was rotated
+  });
+
   it('creates the demo client and user on request, and never in production', async () => {
     const r = await admin(app, ['demo', '--base-url', 'http://127.0.0.1:4555', '--json']);
     expect(r.code, r.stderr).toBe(0);

@@ -96,7 +96,7 @@ describe('client secret rotation', () => {
     const client = await makeClient(app);
     for (const bad of ['-5', 'soon', '1.5']) {
       const r = await admin(app, ['client', 'rotate-secret', client.client_id, '--grace-seconds', bad]);
-      expect(r.code, bad).not.toBe(0);
+      expect(r.code, `${bad}: a usage error`).toBe(2);
     }
     const tooLong = await admin(app, ['client', 'rotate-secret', client.client_id, '--grace-seconds', '99999999']);
     expect(tooLong.code).toBe(1);
