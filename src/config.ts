@@ -126,7 +126,7 @@ export const configSchema = z.object({
   WEBHOOK_RETENTION: durationKey('30d'),
   /** Audit entries are deleted this long after they were written; `0` keeps the audit log forever. */
   AUDIT_RETENTION: durationKey('365d'),
-  /** How often each instance prunes in the background (expired sessions and idle failed-login counters too). */
+  /** How often each instance prunes in the background (expired sessions and ended failed-login counters too). */
   // at most a day: a timer longer than 2^31-1 ms would fire after 1 ms, over and over
   PRUNE_INTERVAL: durationKey('5m', { minMs: 1000, maxMs: 86_400_000 }),
   /** Shortest password any path accepts (characters); at most 72 bytes is bcrypt's limit. */

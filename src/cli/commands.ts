@@ -43,7 +43,7 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   link revoke USERNAME CLIENT_ID    remove a dashboard link; its name stops at once
   demo [--base-url URL]      create (or refresh) the demo client and user; not in production
   prune [--dry-run]          delete now what is past retention (TOKEN_RETENTION, WEBHOOK_RETENTION,
-                             AUDIT_RETENTION), expired sessions and idle failed-login counters;
+                             AUDIT_RETENTION), expired sessions and ended failed-login counters;
                              --dry-run only counts`;
 
 function required(args: ParsedArgs, name: string): string {

@@ -49,7 +49,7 @@ function kinds(config: PruneConfig): Kind[] {
     { tables: ['webhook_deliveries', 'webhook_attempts'], ageSeconds: age(config.WEBHOOK_RETENTION), batch: deleteDeliveryBatch, count: countPrunableDeliveries },
     { tables: ['audit_log'], ageSeconds: age(config.AUDIT_RETENTION),
       batch: (q, a, n, after) => deleteBatch(q, 'audit_log', a, n, after), count: (q, a) => countPrunable(q, 'audit_log', a) },
-    // A counter with no failure within the lockout window counts for nothing any more.
+    // A lock that ended (its row last written LOCKOUT_MINUTES ago), or a count idle for FAILED_LOGINS_KEPT_DAYS (queries.ts).
     { tables: ['login_attempts'], ageSeconds: config.LOCKOUT_MINUTES * 60,
       batch: (q, a, n, after) => deleteBatch(q, 'login_attempts', a, n, after), count: (q, a) => countPrunable(q, 'login_attempts', a) },
     // Expired sessions are never read (http/session.ts filters them): they go at once.

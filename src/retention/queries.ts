@@ -19,18 +19,31 @@ interface SimpleTarget {
   where: string;
 }
 
+/** How long a count of failed sign-ins with no lock is kept after its last failure. */
+export const FAILED_LOGINS_KEPT_DAYS = 30;
+
 /** The tables that are pruned by themselves (webhook deliveries go with their attempts). */
 export const SIMPLE_TARGETS = {
   // Never an unused token whose token.expired event is not written: the sweep
   // (sso/expiry-sweep.ts) sets expiry_notified_at in the transaction that enqueues it.
   // The predicate is the one of the partial index sso_tokens_prunable.
+  // Nor one from a browser sign-in whose session lives: a client system's logout with it
+  // (POST /api/sso/logout) ends that session, however long after the token expired.
   sso_tokens: {
     table: 'sso_tokens', key: 'jti', time: 'expires_at',
-    where: 'used_at IS NOT NULL OR invalidated_at IS NOT NULL OR expiry_notified_at IS NOT NULL',
+    where: `(used_at IS NOT NULL OR invalidated_at IS NOT NULL OR expiry_notified_at IS NOT NULL)
+      AND (session_id IS NULL OR NOT EXISTS (SELECT 1 FROM sessions s WHERE s.sid = sso_tokens.session_id AND s.expire > now()))`,
   },
   audit_log: { table: 'audit_log', key: 'id', time: 'at', where: 'true' },
-  // A running lock is kept whatever its age (auth/queries.ts recordLoginFailure).
-  login_attempts: { table: 'login_attempts', key: 'login', time: 'updated_at', where: 'locked_until IS NULL OR locked_until <= now()' },
+  // A running lock is kept whatever its age (auth/queries.ts recordLoginFailure). A lock that
+  // ended restarts the count at the next failure, so its row counts for nothing; a count of
+  // failures without a lock does (DESIGN: the 5th consecutive failure locks, however far apart)
+  // and is kept until FAILED_LOGINS_KEPT_DAYS without another one: only names nobody signs in
+  // with, sprayed by someone, stay that long, and the table must not grow with them for ever.
+  login_attempts: {
+    table: 'login_attempts', key: 'login', time: 'updated_at',
+    where: `locked_until <= now() OR (locked_until IS NULL AND updated_at < now() - interval '${FAILED_LOGINS_KEPT_DAYS} days')`,
+  },
   sessions: { table: 'sessions', key: 'sid', time: 'expire', where: 'true' },
   revoked_access_tokens: { table: 'revoked_access_tokens', key: 'jti', time: 'expires_at', where: 'true' },
 } satisfies Record<string, SimpleTarget>;

@@ -90,10 +90,10 @@ describe('pruning past retention', () => {
     await prune([], { TOKEN_RETENTION: '1h', AUDIT_RETENTION: '1d', WEBHOOK_RETENTION: '15d' });
     // 1h: the token used and expired 20 hours ago goes too; 15d: the delivery finished 29 days
     // ago; 1d: the audit entry of 364 days. The unused token without its event, the valid
-    // token and the pending delivery stay whatever the retention.
+    // token, the token whose browser session lives and the pending delivery stay whatever the retention.
     expect(await present(app.db, rows.kept)).toStrictEqual(sorted({
       ...rows.kept,
-      sso_tokens: [rows.kept.sso_tokens[0], rows.kept.sso_tokens[2]],
+      sso_tokens: [rows.kept.sso_tokens[0], rows.kept.sso_tokens[2], rows.kept.sso_tokens[3]],
       audit_log: [],
       webhook_deliveries: [rows.kept.webhook_deliveries[1]],
     }));

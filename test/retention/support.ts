@@ -14,7 +14,7 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 3, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
 };
 
 /**
@@ -28,15 +28,15 @@ export async function seed(app: TestApp): Promise<Seeded> {
   const db = app.db;
   const user = await makeUser(app);
   const client = await makeClient(app);
-  const token = async (expires: string, state: 'used' | 'invalidated' | 'notified' | 'unused') => {
+  const token = async (expires: string, state: 'used' | 'invalidated' | 'notified' | 'unused', sessionId: string | null = null) => {
     const jti = randomUUID();
     await db.query(
-      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at, invalidated_at, expiry_notified_at)
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at, invalidated_at, expiry_notified_at, session_id)
        VALUES ($1, $2, $3, $4, '127.0.0.1', now() + $5::interval - interval '1 minute', now() + $5::interval,
                CASE WHEN $6 = 'used' THEN now() + $5::interval - interval '30 seconds' END,
                CASE WHEN $6 = 'invalidated' THEN now() + $5::interval - interval '30 seconds' END,
-               CASE WHEN $6 = 'notified' THEN now() + $5::interval + interval '5 seconds' END)`,
-      [jti, user.id, client.client_id, user.username, expires, state],
+               CASE WHEN $6 = 'notified' THEN now() + $5::interval + interval '5 seconds' END, $7)`,
+      [jti, user.id, client.client_id, user.username, expires, state, sessionId],
     );
     return jti;
   };
@@ -82,10 +82,13 @@ export async function seed(app: TestApp): Promise<Seeded> {
   };
 
   const gone = {
-    sso_tokens: [await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified')],
+    sso_tokens: [
+      await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified'),
+      await token('-25 hours', 'used', unique('ended-session')), // its browser session is gone
+    ],
     audit_log: [await audit('366 days')],
     webhook_deliveries: [await delivery('succeeded', '31 days', 2), await delivery('failed', '31 days', 4)],
-    login_attempts: [await login('31 minutes', null), await login('35 minutes', '-5 minutes')],
+    login_attempts: [await login('31 days', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
     revoked_access_tokens: [await revoked('-10 minutes')],
   };
@@ -94,10 +97,13 @@ export async function seed(app: TestApp): Promise<Seeded> {
       await token('-25 hours', 'unused'), // expired unused, its token.expired not yet written
       await token('-20 hours', 'used'), // used, but expired less than 24 hours ago
       await token('1 hour', 'unused'), // still valid
+      // past retention, but its browser session lives: a client's logout with it ends that session
+      await token('-25 hours', 'used', await session('1 hour')),
     ],
     audit_log: [await audit('364 days')],
     webhook_deliveries: [await delivery('succeeded', '29 days', 1), await delivery('pending', null, 2)],
-    login_attempts: [await login('20 minutes', null), await login('40 minutes', '10 minutes')],
+    // counting toward a lock (two failures, the last 31 minutes or 29 days ago: DESIGN has no window), and locked
+    login_attempts: [await login('31 minutes', null), await login('29 days', null), await login('40 minutes', '10 minutes')],
     sessions: [await session('1 hour')],
     // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
