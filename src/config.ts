@@ -27,10 +27,17 @@ const trustProxy = optionalString.superRefine((v, ctx) => {
 
 /**
  * A comma-separated list of secrets (previous keys kept for verification only): empty or
- * unset is none; each one at least 32 characters, like the key it used to be.
+ * unset is none; each one at least 32 characters, like the key it used to be. JWT_SECRET and
+ * SESSION_SECRET are used exactly as given, and a secret mounted from a file often ends in a
+ * newline: an entry with space around it is kept as written too, beside its trimmed form, so
+ * the key it was as the current secret still verifies once moved here.
  */
 const secretList = optionalString
-  .transform((v) => (v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '')))
+  .transform((v) => (v === undefined ? [] : v.split(',').flatMap((raw) => {
+    const trimmed = raw.trim();
+    if (trimmed === '') return [];
+    return trimmed === raw ? [raw] : [trimmed, raw];
+  })))
   .pipe(z.array(z.string().min(32, 'each secret must be at least 32 characters')));
 function safe(fn: () => unknown): boolean {
   try {
@@ -101,7 +108,8 @@ export const configSchema = z.object({
   /** Former SESSION_SECRETs, comma-separated: cookies they signed still work; new cookies use SESSION_SECRET. */
   SESSION_PREVIOUS_SECRETS: secretList,
   /** Lifetime of a browser/API session. */
-  SESSION_TTL_SECONDS: int(60).default(8 * 3600),
+  // at most a year: a cookie expiry past what a Date can hold made every sign-in a 500
+  SESSION_TTL_SECONDS: int(60, 366 * 86_400).default(8 * 3600),
   /** Upper bound of one webhook delivery attempt. */
   WEBHOOK_TIMEOUT_MS: int(100, 60000).default(5000),
   /** First retry delay of a failed webhook delivery; each further retry waits four times longer. */

@@ -30,6 +30,8 @@ describe('configuration', () => {
       [{ TRUST_PROXY: 'not-an-ip' }, /^Invalid configuration: TRUST_PROXY: /],
       [{ NODE_ENV: 'production' }, /^Invalid configuration: JWT_SECRET: required when NODE_ENV=production/],
       [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
+      // a cookie expiry past what a Date holds made every sign-in a 500
+      [{ SESSION_TTL_SECONDS: '99999999999999' }, /^Invalid configuration: SESSION_TTL_SECONDS: /],
     ];
     for (const [env, message] of cases) {
       expect(thrownBy(() => loadConfig(env)), JSON.stringify(env)).toSatisfy((err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));

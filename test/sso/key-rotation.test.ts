@@ -57,6 +57,21 @@ describe('token signing key rotation', () => {
     expect(again.body.error).toBe('token_already_used');
   });
 
+  it('a key read from a file with its newline still verifies once moved to JWT_PREVIOUS_SECRETS, and the next key after it', async () => {
+    const fromFile = `${NEW}-mounted\n`;
+    const signing = await startTestApp({ JWT_SECRET: fromFile }, { db: before.db });
+    const moved = await startTestApp({ JWT_SECRET: NEW, JWT_PREVIOUS_SECRETS: `${OLD},${fromFile}` }, { db: before.db });
+    try {
+      const token = await issue(signing);
+      expect(jose.decodeProtectedHeader(token).kid).toBe(kidOf(fromFile));
+      const checked = await validate(moved, token);
+      expect(checked.status, checked.text).toBe(200);
+    } finally {
+      await moved.close();
+      await signing.close();
+    }
+  });
+
   it('refuses a token of the old key once that key is dropped, as invalid_token', async () => {
     const token = await issue(before);
     const r = await validate(dropped, token);
