@@ -76,18 +76,37 @@ export async function clientIsActive(q: Queryable, clientId: string): Promise<bo
 
 /**
  * Inserts a pending link, unless the name (normalized) is held or pending for anyone at that
- * client: then nothing is inserted and null comes back. The unique index decides, so two
- * users racing for one name cannot both get it.
+ * client, or is another user's own username: then nothing is inserted and null comes back.
+ * The unique index decides between links, so two users racing for one name cannot both get
+ * it; a token without an active link carries its user's own username, so a link to another
+ * user's username would give two users one name at the client.
  */
 export async function insertPendingLink(q: Queryable, userId: number, clientId: string, name: string): Promise<LinkRow | null> {
   const r = await q.query<LinkRow>(
     `INSERT INTO user_client_links AS l (user_id, client_id, external_username, status)
-     VALUES ($1, $2, $3, 'pending')
+     SELECT $1, $2, $3, 'pending'
+      WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.username = ${KEY_OF('$3')} AND u.id <> $1)
      ON CONFLICT DO NOTHING
      RETURNING ${LINK_COLUMNS}`,
     [userId, clientId, name],
   );
   return r.rows[0] ?? null;
+}
+
+/** Whether the name of the user's link at a client system is another user's own username (made since the claim). */
+export async function linkNameIsAnotherUsersUsername(q: Queryable, userId: number, clientId: string): Promise<boolean> {
+  const r = await q.query(
+    `SELECT 1 FROM user_client_links l JOIN users u ON u.username = l.username_key AND u.id <> l.user_id
+      WHERE l.user_id = $1 AND l.client_id = $2`,
+    [userId, clientId],
+  );
+  return r.rowCount > 0;
+}
+
+/** Whether any link, at any client system, pending or active, has this (normalized) name. */
+export async function linkNameInUse(q: Queryable, username: string): Promise<boolean> {
+  const r = await q.query(`SELECT 1 FROM user_client_links WHERE username_key = ${KEY_OF('$1')} LIMIT 1`, [username]);
+  return r.rowCount > 0;
 }
 
 /** Deletes the user's link at a client system; the deleted row, or null when there was none. */

@@ -43,6 +43,11 @@ const pendingExample = { ...activeExample, status: 'pending', confirmed_at: null
  * itself, the client is the authenticated caller, never a field. For administrators: list,
  * approve, revoke, under the per-user limit.
  */
+/** A claimed name that has since become another user's own username (their tokens carry it without a link). */
+const nameIsAccount = err('The claimed name is now another user\'s username', {
+  error: 'link_name_taken', message: 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.',
+});
+
 export const LINK_ROUTES = [
   route({
     method: 'post', path: '/api/sso/links/confirm', tag: 'SSO', access: 'client+ip', limit: 'none',
@@ -56,6 +61,7 @@ export const LINK_ROUTES = [
       200: { description: 'The link is active', schema: linkSchema, example: activeExample },
       400: invalid, 401: badClient, 403: notAllowed,
       404: err('No link of that user with that name at this client (the same answer for an unknown user)', { error: 'link_not_found', message: 'No link of that user with that username at this client system' }),
+      409: nameIsAccount,
     },
     handle: ({ links }) => async ({ req, res, body, client }) => {
       res.json(toPublicLink(await links.confirmByClient(client.client_id, body.user_id, body.username, context(req))));
@@ -89,7 +95,7 @@ export const LINK_ROUTES = [
   route({
     method: 'post', path: '/api/admin/users/:id/links/:client_id/approve', tag: 'Administration', access: 'admin', limit: 'user',
     summary: 'Approve a pending dashboard link: its name goes into the user\'s tokens',
-    responses: { 200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink, ...guarded },
+    responses: { 200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink, 409: nameIsAccount, ...guarded },
     handle: ({ links }) => async ({ req, res }) => {
       res.json(toPublicLink(await links.approve(idParam(req), clientIdParam(req), actorOf(req, res, 'admin_api'))));
     },

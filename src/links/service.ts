@@ -1,11 +1,11 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Actor } from '../audit/actor.ts';
-import type { Db } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { findUserById } from '../users/queries.ts';
 import {
-  activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName,
+  activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName, linkNameIsAnotherUsersUsername,
   type LinkListRow, type LinkRow, type LinkStatus, listLinks,
 } from './queries.ts';
 
@@ -34,6 +34,14 @@ export interface ListedLink extends PublicLink {
 
 /** The answer to a refused claim: the same whoever holds the name, and whether it is proven yet. */
 const NAME_TAKEN = 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.';
+
+/**
+ * A claim whose name has since become another user's own username is not confirmed: that
+ * user's tokens carry the name at the client without any link (409 link_name_taken).
+ */
+async function refuseAccountName(tx: Queryable, userId: number, clientId: string): Promise<void> {
+  if (await linkNameIsAnotherUsersUsername(tx, userId, clientId)) throw new AppError(409, 'link_name_taken', NAME_TAKEN);
+}
 
 /** A link as the APIs answer it: times as ISO strings. */
 export function toPublicLink(l: LinkRow): PublicLink {
@@ -135,6 +143,7 @@ export function createLinkService(deps: { db: Db }) {
      */
     async confirmByClient(clientId: string, userId: number, name: string, ctx: LinkContext): Promise<LinkRow> {
       return db.transaction(async (tx) => {
+        await refuseAccountName(tx, userId, clientId);
         const result = await activateLink(tx, userId, clientId, 'client', name);
         if (!result) throw new AppError(404, 'link_not_found', 'No link of that user with that username at this client system');
         if (result.changed) {
@@ -152,6 +161,7 @@ export function createLinkService(deps: { db: Db }) {
     async approve(userId: number, clientId: string, actor: Actor): Promise<LinkRow> {
       const user = await usernameOf(userId);
       return db.transaction(async (tx) => {
+        await refuseAccountName(tx, userId, clientId);
         const result = await activateLink(tx, userId, clientId, 'admin');
         if (!result) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);
         if (result.changed) {

@@ -8,6 +8,7 @@ import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
+import { linkNameInUse } from '../links/queries.ts';
 import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile } from './queries.ts';
 import type { UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
@@ -59,6 +60,9 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       const passwordHash = await hashPassword(input.password, config.BCRYPT_COST);
       return db.transaction(async (tx) => {
         if (await findUserByUsername(tx, username)) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
+        // a name linked at a client system belongs there to the user who linked it; the new
+        // user's tokens would carry the same name (src/links/queries.ts insertPendingLink)
+        if (await linkNameInUse(tx, username)) throw new AppError(409, 'username_taken', `The username ${username} is linked to another user at a client system`);
         const user = await insertUser(tx, {
           username,
           email: input.email.trim(),

@@ -137,6 +137,28 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(claimsOf(await b.signIn(client.client_id)).username).toBe('second.own');
   });
 
+  it('keeps a linked name apart from other users\' own usernames, which tokens without a link carry', async () => {
+    const client = await makeClient(app);
+    const bob = await makeUser(app);
+    const alice = await makeUser(app);
+    const a = await dashboardUser(app, alice.username, alice.password);
+
+    // bob's tokens at the client name him by his username: alice cannot be linked to it
+    expect(await a.link(client.client_id, ` ${bob.username.toUpperCase()} `)).toMatch(/already linked to another account or awaiting confirmation/);
+    expect((await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [alice.id])).rowCount).toBe(0);
+    expect(await a.link(client.client_id, alice.username), 'her own name is hers to link').toMatch(/awaiting confirmation/);
+
+    // a name linked (here pending) at a client system cannot become a new account's username
+    expect(await a.link(client.client_id, 'future.name')).toMatch(/awaiting confirmation/);
+    await expect(makeUser(app, { username: 'Future.Name' })).rejects.toMatchObject({ status: 409, code: 'username_taken' });
+
+    // an account made with that name meanwhile (here by SQL) stops the confirmation
+    await app.db.query("INSERT INTO users (username, email, password_hash) VALUES ('future.name', 'future.name@example.com', 'x')");
+    const refused = await confirm(client, { user_id: alice.id, username: 'future.name' });
+    expect([refused.status, refused.body.error]).toStrictEqual([409, 'link_name_taken']);
+    expect(claimsOf(await a.signIn(client.client_id)).username, 'still her own name').toBe(alice.username);
+  });
+
   it('settles two users claiming one name at the same moment in the database: one gets it', async () => {
     const client = await makeClient(app);
     const users = await Promise.all([makeUser(app), makeUser(app), makeUser(app)]);
