@@ -123,6 +123,7 @@ export async function issueTokensByUsername(
 /** The user a consumed token named. */
 export interface ConsumedToken {
   user_id: number;
+  /** The token's username claim: the user's own, or the name of their active link at the client (the audit row keeps the account's). */
   username: string;
   email: string;
   expires_at: Date;
@@ -182,12 +183,12 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
             WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
-       RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, u.email, t.expires_at
+       RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, t.username AS claim_username, u.email, t.expires_at
      ), audit AS (
        ${insertAuditRows(`SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
        FROM consumed ORDER BY n`)}
      )
-     SELECT r.n::int AS n, r.current, k.user_id, k.username, k.email, k.expires_at FROM req r LEFT JOIN consumed k ON k.n = r.n`,
+     SELECT r.n::int AS n, r.current, k.user_id, k.claim_username AS username, k.email, k.expires_at FROM req r LEFT JOIN consumed k ON k.n = r.n`,
     [
       requests.map((x) => x.jti),
       requests.map((x) => x.clientId),

@@ -69,7 +69,9 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(claimsOf(token).username, 'the confirmed spelling').toBe('g.hopper');
     const validated = await validate(client, token);
     expect(validated.status).toBe(200);
-    expect(validated.body.user.id).toBe(user.id);
+    expect(validated.body.user, 'validation names the user as the token does').toStrictEqual({ id: user.id, username: 'g.hopper', email: user.email });
+    const audited = await app.db.query<{ username: string }>("SELECT username FROM audit_log WHERE action = 'token.validate' AND user_id = $1", [user.id]);
+    expect(audited.rows.map((r) => r.username), 'the audit log keeps the account').toStrictEqual([user.username]);
     expect(cardState(await u.page(), client.client_id)).toBe('active');
 
     const twice = await confirm(client, { user_id: user.id, username: 'G.HOPPER' });
