@@ -5,7 +5,7 @@ import { clientIp } from '../http/client-ip.ts';
 import { badClient, err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import { route } from '../routes/declare.ts';
 import { adminLinksQuery, confirmLinkSchema, pendingLinksSchema } from './schemas.ts';
-import { toPublicLink } from './service.ts';
+import { NAME_TAKEN, toPublicLink } from './service.ts';
 
 function context(req: Request) {
   return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
@@ -45,7 +45,7 @@ const pendingExample = { ...activeExample, status: 'pending', confirmed_at: null
  */
 /** A claimed name that has since become another user's own username (their tokens carry it without a link). */
 const nameIsAccount = err('The claimed name is now another user\'s username', {
-  error: 'link_name_taken', message: 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.',
+  error: 'link_name_taken', message: NAME_TAKEN,
 });
 
 export const LINK_ROUTES = [

@@ -33,7 +33,7 @@ export interface ListedLink extends PublicLink {
 }
 
 /** The answer to a refused claim: the same whoever holds the name, and whether it is proven yet. */
-const NAME_TAKEN = 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.';
+export const NAME_TAKEN = 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.';
 
 /**
  * A claim whose name has since become another user's own username is not confirmed: that
