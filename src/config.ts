@@ -73,6 +73,12 @@ export const configSchema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   /** PostgreSQL connection string; unset runs the embedded database (PGlite) under DATA_DIR. */
   DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  /**
+   * Longest a PostgreSQL statement may take, waiting for a lock included, before it is
+   * cancelled and its request answered 503 (`10s`, `1m`; `0`: no bound). Migrations are not
+   * bounded.
+   */
+  DATABASE_STATEMENT_TIMEOUT: durationKey('10s', { minMs: 1000, maxMs: 3_600_000 }),
   /** Directory of the embedded database and the generated development JWT key. */
   DATA_DIR: z.string().min(1).default('./data'),
   /** Redis URL; when set, rate-limit counters are shared between instances through it. */

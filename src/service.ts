@@ -85,6 +85,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
         config: {
           NODE_ENV: config.NODE_ENV, WEBHOOK_ALLOW_PRIVATE: config.WEBHOOK_ALLOW_PRIVATE,
           WEBHOOK_TIMEOUT_MS: config.WEBHOOK_TIMEOUT_MS, WEBHOOK_BACKOFF_MS: config.WEBHOOK_BACKOFF_MS,
+          DATABASE_STATEMENT_TIMEOUT: config.DATABASE_STATEMENT_TIMEOUT,
         },
       },
       logger, outbox: services.outbox, metrics: services.deps.metrics,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Db } from './db.ts';
+import type { Db, Queryable } from './db.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 /** Arbitrary constant: the advisory lock every instance takes while migrating. */
@@ -40,7 +40,7 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   const applied: string[] = [];
   for (const [name, { sql, checksum }] of sources) {
     const done = await db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      await lockForMigration(tx);
       const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE name = $1', [name]);
       if (seen.rowCount > 0) return false;
       await tx.exec(sql);
@@ -50,6 +50,16 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     if (done) applied.push(name);
   }
   return applied;
+}
+
+/**
+ * Takes the migration lock for the rest of `tx`, which is not bounded by
+ * DATABASE_STATEMENT_TIMEOUT (src/db/postgres.ts): the wait may be for another instance's
+ * long migration, and a migration may rightly take long (an index built on a large table).
+ * A script, so that no bound of the client's applies to the wait either.
+ */
+async function lockForMigration(tx: Queryable): Promise<void> {
+  await tx.exec(`SET LOCAL statement_timeout = 0; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
 }
 
 /** schema_migrations with its checksum column (added to a table made before checksums existed). */
@@ -62,7 +72,7 @@ async function ensureMigrationsTable(db: Db): Promise<void> {
   });
   if (await hasChecksumColumn(db)) return;
   await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await lockForMigration(tx);
     await tx.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text');
   });
 }
@@ -88,7 +98,7 @@ async function verifyChecksums(db: Db, sources: Map<string, { checksum: string }
   }
   if (unrecorded.length === 0) return;
   await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await lockForMigration(tx);
     for (const name of unrecorded) {
       await tx.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1 AND checksum IS NULL', [name, sources.get(name)!.checksum]);
     }

@@ -39,8 +39,11 @@ export function describeDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR
  * the lock held by a live process connects through that socket instead (the command line),
  * or refuses (a second service): never two writers on one data directory.
  */
-export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>, options: { serve: boolean }): Promise<Db> {
-  if (config.DATABASE_URL) return openPostgres(config.DATABASE_URL);
+export async function openDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_STATEMENT_TIMEOUT'>>,
+  options: { serve: boolean },
+): Promise<Db> {
+  if (config.DATABASE_URL) return openPostgres(config.DATABASE_URL, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT });
   const paths = embeddedPaths(config.DATA_DIR);
   await mkdir(paths.dir, { recursive: true });
   const holder = await acquireLock(paths.lock);

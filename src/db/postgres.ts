@@ -21,21 +21,60 @@ function statementName(sql: string): string {
 /** How long a new connection may take before the request waiting for it fails (a 503, not a hang). */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
-/** Opens a pooled PostgreSQL connection. */
-export function openPostgres(target: string | pg.PoolConfig, options: { max?: number; prepare?: boolean; connectTimeoutMs?: number } = {}): Db {
+/**
+ * How much longer than the server's own bound (statement_timeout) an answer is waited for
+ * before the connection is given up: only a server or network gone silent gets that far.
+ */
+export const SILENT_SERVER_MARGIN_MS = 2_000;
+
+/** A statement with node-postgres's per-query read bound, which its type declarations omit. */
+type TimedQuery = pg.QueryConfig & { query_timeout?: number };
+
+/** node-postgres's error for an answer that did not come within `query_timeout`. */
+const isReadTimeout = (err: unknown) => err instanceof Error && err.message === 'Query read timeout';
+
+/**
+ * Opens a pooled PostgreSQL connection.
+ *
+ * `statementTimeoutMs` (DATABASE_STATEMENT_TIMEOUT; 0 or absent: none) bounds every statement
+ * on the server (`statement_timeout`, a lock wait included), so a statement stuck behind an
+ * operator's lock is cancelled and rolled back by PostgreSQL itself: the request answers 503
+ * and nothing it meant to write is written (a single-use token it would have consumed stays
+ * usable). An answer that has not come `SILENT_SERVER_MARGIN_MS` after that (a server or
+ * network gone silent under an open connection) fails the statement here too, and its
+ * connection is dropped instead of going back to the pool. A transaction left idle that long
+ * six times over (at least a minute; a process stalled mid-transaction) is ended by the
+ * server, so its locks do not outlive it. A script (`exec`: a migration, a seed file) is not
+ * given up here; migrations lift the server's bound themselves (src/db/migrate.ts).
+ */
+export function openPostgres(
+  target: string | pg.PoolConfig,
+  options: { max?: number; prepare?: boolean; connectTimeoutMs?: number; statementTimeoutMs?: number } = {},
+): Db {
   // false: QueryOptions.prepare is ignored (a server whose sessions outlive or span our connections)
   const prepare = options.prepare ?? true;
   const base = typeof target === 'string' ? { connectionString: target } : target;
+  const statementTimeoutMs = options.statementTimeoutMs ?? 0;
+  const bounds = statementTimeoutMs > 0
+    ? { statement_timeout: statementTimeoutMs, idle_in_transaction_session_timeout: Math.max(60_000, 6 * statementTimeoutMs) }
+    : {};
+  const readTimeout = statementTimeoutMs > 0 ? statementTimeoutMs + SILENT_SERVER_MARGIN_MS : undefined;
   // connectionTimeoutMillis: a server that accepts no connection (down behind a firewall, or
   // every slot taken) fails the waiting request after a bound instead of holding it forever.
-  const pool = new pg.Pool({ max: options.max ?? 20, idleTimeoutMillis: 30_000, connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS, ...base });
+  const pool = new pg.Pool({
+    max: options.max ?? 20, idleTimeoutMillis: 30_000, connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS, ...bounds, ...base,
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     // node-postgres prepares a named statement once per connection, then only binds and runs it
-    const r = await client.query({ text: sql, values: params as unknown[], name: prepare && options?.prepare ? statementName(sql) : undefined });
+    const config: TimedQuery = {
+      text: sql, values: params as unknown[], name: prepare && options?.prepare ? statementName(sql) : undefined, query_timeout: readTimeout,
+    };
+    const r = await client.query(config);
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   };
+  const control = (client: pg.PoolClient, sql: string) => client.query<never>({ text: sql, query_timeout: readTimeout } as TimedQuery);
   return {
     kind: 'postgres',
     connectionString: base.connectionString,
@@ -57,14 +96,19 @@ export function openPostgres(target: string | pg.PoolConfig, options: { max?: nu
         exec: async (sql) => void (await client.query(sql)),
       };
       try {
-        await client.query('BEGIN');
+        await control(client, 'BEGIN');
         const result = await fn(tx);
-        await client.query('COMMIT');
+        await control(client, 'COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-          lost ??= rollbackErr; // a client that cannot roll back is not reused
-        });
+        // A connection gone silent is not asked to roll back (that would wait as long again):
+        // it is dropped, and the server rolls the transaction back when it notices.
+        if (isReadTimeout(err)) lost ??= err as Error;
+        else {
+          await control(client, 'ROLLBACK').catch((rollbackErr: Error) => {
+            lost ??= rollbackErr; // a client that cannot roll back is not reused
+          });
+        }
         throw err;
       } finally {
         client.off('error', onLost);

@@ -14,7 +14,7 @@ import type { ClaimedDelivery } from './queries.ts';
 /** What the thread is started with. */
 export interface DispatcherSettings {
   connectionString: string;
-  config: Pick<Config, 'NODE_ENV' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_BACKOFF_MS'>;
+  config: Pick<Config, 'NODE_ENV' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_BACKOFF_MS' | 'DATABASE_STATEMENT_TIMEOUT'>;
   logLevel: string;
   pollMs?: number;
 }
@@ -30,7 +30,7 @@ if (parentPort) {
   const post = (m: FromDispatcherThread) => port.postMessage(m);
   const logger = createLogger(settings.logLevel, { write: (line: string) => post({ type: 'log', line }) });
   // Claims, attempt records and polls: a few connections are plenty.
-  const db = openPostgres(settings.connectionString, { max: 4 });
+  const db = openPostgres(settings.connectionString, { max: 4, statementTimeoutMs: settings.config.DATABASE_STATEMENT_TIMEOUT });
   const outbox = createOutbox(); // only its wake signal is used here: the main thread enqueues
   const counter: AttemptCounter = { inc: ({ outcome }) => post({ type: 'attempt', outcome }) };
   const dispatcher = startDispatcher({ db, config: settings.config, logger, outbox, pollMs: settings.pollMs, metrics: { webhookDeliveries: counter } });

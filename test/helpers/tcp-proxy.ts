@@ -3,8 +3,10 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of a server (PostgreSQL, Redis) that a test can cut and restore, to
  * play an outage: `cut()` stops listening and drops every connection (the server "dies"),
- * `block()` accepts connections but forwards nothing (a server that hangs), `restore()`
- * serves again on the same port.
+ * `block()` accepts connections but forwards nothing (a server that hangs), `freeze()` keeps
+ * every connection open and new ones accepted but forwards nothing in either direction (a
+ * server or network gone silent under open connections), `restore()` serves again on the
+ * same port.
  */
 export interface TcpProxy {
   port: number;
@@ -12,6 +14,7 @@ export interface TcpProxy {
   urlFor(url: string): string;
   cut(): Promise<void>;
   block(): void;
+  freeze(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -20,6 +23,7 @@ export interface TcpProxy {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let blocked = false;
+  let frozen = false;
   const track = (s: net.Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -30,8 +34,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (blocked) return; // held open, nothing forwarded
     const outbound = net.connect(target.port, target.host);
     track(outbound);
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
+    // not pipe(): while frozen, what either side sends is swallowed, as by a dead network
+    inbound.on('data', (chunk) => void (frozen || outbound.write(chunk)));
+    outbound.on('data', (chunk) => void (frozen || inbound.write(chunk)));
     inbound.once('close', () => outbound.destroy());
     outbound.once('close', () => inbound.destroy());
   });
@@ -58,6 +63,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     async cut() {
       blocked = false;
+      frozen = false;
       const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
       dropAll();
       await closed;
@@ -66,8 +72,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       blocked = true;
       dropAll();
     },
+    freeze() {
+      frozen = true;
+      blocked = true;
+    },
     async restore() {
       blocked = false;
+      frozen = false;
       if (!server.listening) await listen(port);
     },
     async close() {
