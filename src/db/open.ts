@@ -71,13 +71,22 @@ export async function openDatabase(
       async close() {
         await server?.stop();
         await db.close();
-        await unlink(paths.lock).catch(() => {});
+        await releaseLock(paths.lock);
       },
     };
   } catch (err) {
-    await unlink(paths.lock).catch(() => {});
+    await releaseLock(paths.lock);
     throw err;
   }
+}
+
+/** The lock files this process took and has not given back. */
+const locksHeld = new Set<string>();
+
+/** Gives back a lock file taken by acquireLock. */
+async function releaseLock(lockPath: string): Promise<void> {
+  locksHeld.delete(lockPath);
+  await unlink(lockPath).catch(() => {});
 }
 
 /** Takes the lock file; returns null when taken, else the pid of the live process holding it. */
@@ -85,12 +94,16 @@ async function acquireLock(lockPath: string): Promise<number | null> {
   for (let i = 0; i < 3; i++) {
     try {
       await writeFile(lockPath, String(process.pid), { flag: 'wx' });
+      locksHeld.add(lockPath);
       return null;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const pid = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) return pid;
+    // This process's own pid in a lock it did not take is left by an earlier life of the same
+    // pid (a container's pid 1 killed with SIGKILL and started again): stale.
+    const ownStale = pid === process.pid && !locksHeld.has(lockPath);
+    if (Number.isInteger(pid) && pid > 0 && !ownStale && isAlive(pid)) return pid;
     await unlink(lockPath).catch(() => {}); // stale: its process is gone
   }
   throw new Error(`Could not take the lock ${lockPath}`);

@@ -1,9 +1,9 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
-import { openDatabase } from '../../src/db/open.ts';
+import { embeddedPaths, openDatabase } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 
@@ -78,5 +78,18 @@ describe.skipIf(onPostgres && 'embedded only')('embedded database', () => {
     // after the first closes, the directory can be opened again, and the data persisted
     const again = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true });
     await again.close();
+  });
+
+  it('takes over a lock left with its own pid by an earlier life of the same pid (a container restarted after SIGKILL)', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
+    await writeFile(embeddedPaths(dataDir).lock, String(process.pid));
+    const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true });
+    try {
+      expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
+      // still refused while this process holds it
+      await expect(openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true })).rejects.toThrow(/in use by process/);
+    } finally {
+      await db.close();
+    }
   });
 });
