@@ -186,7 +186,10 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
     case 'user unlock': {
       const username = rest[0] ?? usage('user unlock USERNAME');
       const r = await services.users.unlock(username, ACTOR);
-      return { json: { username: r.username, locked: false }, text: `${r.username} is unlocked` };
+      return {
+        json: { username: r.username, locked: false, user_exists: r.exists },
+        text: r.exists ? `${r.username} is unlocked` : `No user is named ${r.username}; failed sign-ins under that name were cleared`,
+      };
     }
     case 'link list': {
       const status = args.options.status;

@@ -17,6 +17,23 @@ const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
 export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
 
+/** Longest full name, in characters. */
+const FULL_NAME_MAX = 200;
+
+/**
+ * The same rules for a role and a full name on every path (admin API, panel, command line):
+ * `Admin ` is not a role that silently grants nothing, and a name carries no control characters.
+ */
+function assertRoleAndName(role: string | undefined, fullName: string | undefined): void {
+  if (role !== undefined && !ROLE.test(role)) {
+    throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
+  }
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (fullName !== undefined && (fullName.length > FULL_NAME_MAX || /[\u0000-\u001f\u007f-\u009f]/.test(fullName))) {
+    throw new AppError(400, 'invalid_full_name', `full_name: at most ${FULL_NAME_MAX} characters, no control characters`);
+  }
+}
+
 /** The audit fields of a change an administrator made to `user` (admin API and panel). */
 function byAdministrator(actor: Actor, user: { id: number; username: string }) {
   return {
@@ -56,6 +73,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         throw new AppError(400, 'invalid_username', 'username: 1-64 letters, digits or . _ @ + -');
       }
       if (!z.email().safeParse(input.email).success) throw new AppError(400, 'invalid_email', 'email is not a valid address');
+      assertRoleAndName(input.role, input.fullName);
       assertPasswordAllowed(input.password, config.PASSWORD_MIN_LENGTH, { username, email: input.email });
       const passwordHash = await hashPassword(input.password, config.BCRYPT_COST);
       return db.transaction(async (tx) => {
@@ -145,9 +163,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
         throw new AppError(400, 'invalid_email', 'email is not a valid address');
       }
-      if (patch.role !== undefined && !ROLE.test(patch.role)) {
-        throw new AppError(400, 'invalid_role', 'role: lower-case letters, digits and . _ - (up to 32)');
-      }
+      assertRoleAndName(patch.role, patch.full_name);
       await db.transaction(async (tx) => {
         const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
         if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
@@ -170,14 +186,22 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       });
     },
 
-    /** Clears the lockout of a login name (whether or not such a user exists). */
-    async unlock(rawUsername: string, actor: Actor): Promise<{ username: string }> {
+    /**
+     * Clears the lockout of a login name, whether or not such a user exists (failures are
+     * counted, and names locked, for unknown names too); `exists` says which. The audit entry
+     * carries the user's id when there is one, so it is found by user.
+     */
+    async unlock(rawUsername: string, actor: Actor): Promise<{ username: string; exists: boolean }> {
       const username = normalizeUsername(rawUsername);
-      await db.transaction(async (tx) => {
+      return db.transaction(async (tx) => {
+        const user = await findUserByUsername(tx, username);
         await clearLoginAttempts(tx, username);
-        await writeAudit(tx, { action: 'user.unlock', outcome: 'success', username, details: { via: actor.via, actor: actor.username ?? null } });
+        await writeAudit(tx, {
+          action: 'user.unlock', outcome: 'success', userId: user?.id ?? null, username,
+          details: { via: actor.via, actor: actor.username ?? null, ...(user ? {} : { no_such_user: true }) },
+        });
+        return { username, exists: user !== null };
       });
-      return { username };
     },
   };
 }

@@ -134,6 +134,10 @@ describe('admin API: users', () => {
     await bad(app.http.patch(`/api/admin/users/${user.id}`, {}, admin.as), 'validation_error');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { email: 'nope' }, admin.as), 'invalid_email');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { role: 'Root!' }, admin.as), 'invalid_role');
+    // creating checks the role and the name as changing does: "Admin " is no role that silently grants nothing
+    await bad(app.http.post('/api/admin/users', { username: unique('u'), email: 'r@example.com', password: 'long enough', role: 'Admin ' }, admin.as), 'invalid_role');
+    await bad(app.http.post('/api/admin/users', { username: unique('u'), email: 'n@example.com', password: 'long enough', full_name: 'Line\nBreak' }, admin.as), 'invalid_full_name');
+    await bad(app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'Tab\there' }, admin.as), 'invalid_full_name');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { active: 'no' }, admin.as), 'validation_error');
     await bad(app.http.get('/api/admin/users/abc', admin.as), 'invalid_id');
     await bad(app.http.get('/api/admin/users?limit=0', admin.as), 'validation_error');

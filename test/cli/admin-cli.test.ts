@@ -84,13 +84,21 @@ describe('admin command line with the service running', () => {
   });
 
   it('deactivates, reactivates and unlocks users', async () => {
-    const username = JSON.parse((await admin(app, ['user', 'create', '--username', unique('dave'), '--email', 'd@example.com', '--password', 'a long password', '--json'])).stdout).username;
+    const { username, id } = JSON.parse((await admin(app, ['user', 'create', '--username', unique('dave'), '--email', 'd@example.com', '--password', 'a long password', '--json'])).stdout);
     const off = await admin(app, ['user', 'set-active', username, 'false', '--json']);
     expect(JSON.parse(off.stdout)).toStrictEqual({ username, active: false });
     const on = await admin(app, ['user', 'set-active', username, 'true', '--json']);
     expect(JSON.parse(on.stdout)).toStrictEqual({ username, active: true });
     const unlocked = await admin(app, ['user', 'unlock', username, '--json']);
-    expect(JSON.parse(unlocked.stdout)).toStrictEqual({ username, locked: false });
+    expect(JSON.parse(unlocked.stdout)).toStrictEqual({ username, locked: false, user_exists: true });
+    const [entry] = (await app.db.query<{ user_id: number | null }>("SELECT user_id FROM audit_log WHERE action = 'user.unlock' AND username = $1", [username])).rows;
+    expect(entry.user_id, 'the entry is found by the user').toBe(id);
+    const nobody = await admin(app, ['user', 'unlock', 'nobody-by-this-name']);
+    expect(nobody.code).toBe(0);
+    expect(nobody.stdout).toMatch(/No user is named nobody-by-this-name/);
+    const badRole = await admin(app, ['user', 'create', '--username', unique('eve'), '--email', 'e@example.com', '--password', 'a long password', '--role', 'Admin ']);
+    expect(badRole.code).not.toBe(0);
+    expect(badRole.stderr).toMatch(/role/);
     const missing = await admin(app, ['user', 'set-active', 'nobody-at-all', 'true', '--json']);
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/No user/);
