@@ -28,6 +28,9 @@ export const SESSION_COOKIE = 'auth.sid';
  */
 const READ_FROM_STORE = Symbol('read from the session store');
 
+/** How long a session nobody has signed in to is kept after its last write (seconds). */
+export const ANONYMOUS_SESSION_SECONDS = 3600;
+
 /** How stale a session's last_seen_at may get before a read moves it (seconds). */
 const LAST_SEEN_STEP_SECONDS = 60;
 
@@ -48,7 +51,12 @@ export class DbSessionStore extends Store {
 
   private expiry(sess: SessionData): Date {
     const expires = sess.cookie?.expires;
-    return expires ? new Date(expires) : new Date(Date.now() + this.ttlSeconds * 1000);
+    const full = expires ? new Date(expires) : new Date(Date.now() + this.ttlSeconds * 1000);
+    if (sess.userId !== undefined) return full;
+    // Nobody is signed in to it (a form's CSRF token, a flash, a sign-in half done): anyone
+    // can make such rows by fetching a page, so they last an hour from their last write, not
+    // SESSION_TTL_SECONDS. Signing in gives a new session (establishSession) its full life.
+    return new Date(Math.min(full.getTime(), Date.now() + ANONYMOUS_SESSION_SECONDS * 1000));
   }
 
   override get(sid: string, callback: (err: unknown, session?: SessionData | null) => void): void {
