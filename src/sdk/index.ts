@@ -94,8 +94,8 @@ export type TokenRejection = (typeof TOKEN_REJECTIONS)[number];
 
 /**
  * Why a browser sign-in was refused: the service refused the token, the callback carried no
- * token, or its `state` is not the one this sign-in started with (a callback this browser did
- * not ask for; its token is left unused).
+ * token, or its `state` is not the one this sign-in started with, or no sign-in was started
+ * (a callback this browser did not ask for; its token is left unused).
  */
 export type SignInRefusal = TokenRejection | 'missing_token' | 'state_mismatch';
 
@@ -143,6 +143,19 @@ export class SsoError extends Error {
   }
 }
 
+/** How `handleCallback` checks a callback. */
+export interface CallbackOptions {
+  /**
+   * The `state` this browser's sign-in started with (kept in its session). When the key is
+   * present, the callback must carry exactly this state, and an undefined, null or empty
+   * value refuses it: a browser whose session holds no state never started a sign-in, so
+   * a callback reaching it is forged (login CSRF). Leave the key out to skip the check.
+   */
+  expectedState?: string | null;
+  /** The end user's IP: the token must be bound to it, as in `validateToken`. */
+  ipAddress?: string;
+}
+
 /** The client: one object per client system, safe to share between requests. */
 export interface SsoClient {
   /** Issues a token for `username`, bound to the end user's IP when `ipAddress` is given (recommended). */
@@ -171,8 +184,10 @@ export interface SsoClient {
    * URL, its query or the token, checks `expectedState` when given, and validates (consumes)
    * the token. Answers the user, or `{ok: false, reason}` when the sign-in is refused;
    * throws SsoError for everything else (our credentials, limits, outages, the network).
+   * An `expectedState` that is given but undefined, null or empty (a session that never
+   * started a sign-in) refuses the callback as `state_mismatch`, its token left unused.
    */
-  handleCallback(callback: CallbackInput, options?: { expectedState?: string; ipAddress?: string }): Promise<SignInResult>;
+  handleCallback(callback: CallbackInput, options?: CallbackOptions): Promise<SignInResult>;
 }
 
 /** Creates a client for the service at `options.baseUrl` with this client system's credentials. */
@@ -234,9 +249,11 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     return parsed as T;
   }
 
-  async function handleCallback(callback: CallbackInput, o: { expectedState?: string; ipAddress?: string } = {}): Promise<SignInResult> {
+  async function handleCallback(callback: CallbackInput, o: CallbackOptions = {}): Promise<SignInResult> {
     const { token, state } = readCallback(callback);
-    if (o.expectedState !== undefined && !sameState(o.expectedState, state)) {
+    // `{expectedState: req.session.ssoState}` names the check even when the session holds no
+    // state: only leaving the key out skips it, so a forged callback is not waved through.
+    if ('expectedState' in o && (!o.expectedState || !sameState(o.expectedState, state))) {
       return { ok: false, reason: 'state_mismatch', message: 'The callback does not carry the state this sign-in started with' };
     }
     if (token === undefined) return { ok: false, reason: 'missing_token', message: 'The callback carries no token' };

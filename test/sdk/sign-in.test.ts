@@ -80,6 +80,25 @@ describe('SDK browser flow: the sign-in URL and the callback', () => {
     expect(await sso.handleCallback(callback)).toMatchObject({ ok: true, user: { id: user.id } });
   });
 
+  it('refuses a callback when the expected state is given but empty, without using its token', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const sso = createSsoClient({ baseUrl: base, clientId: client.client_id, clientSecret: client.client_secret });
+    // a browser that never started a sign-in has no state in its session: the login-CSRF case
+    const { redirect_url } = await sso.issueToken(user.username);
+    const session: { ssoState?: string } = {};
+    for (const expectedState of [session.ssoState, null, '']) {
+      expect(await sso.handleCallback(redirect_url, { expectedState }), JSON.stringify(expectedState)).toStrictEqual({
+        ok: false, reason: 'state_mismatch', message: 'The callback does not carry the state this sign-in started with',
+      });
+    }
+    const withState = await signInAt(sso.signInUrl({ state: newState() }), user);
+    expect(await sso.handleCallback(withState, { expectedState: undefined })).toMatchObject({ ok: false, reason: 'state_mismatch' });
+    // neither token was used: without the option at all (the check is optional) both still sign in
+    expect(await sso.handleCallback(redirect_url)).toMatchObject({ ok: true, user: { id: user.id } });
+    expect(await sso.handleCallback(withState, {})).toMatchObject({ ok: true, user: { id: user.id } });
+  });
+
   it('throws SsoError, not a refusal, when the client itself is refused', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
