@@ -212,6 +212,12 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     }
   }
 
+  /** No (complete) answer: `timeout` when the call's time ran out, else `network_error`; status 0. */
+  function transportError(err: unknown, networkMessage: string): SsoError {
+    const timedOut = (err as Error)?.name === 'TimeoutError';
+    return new SsoError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `No answer within ${timeoutMs} ms` : networkMessage, { cause: err });
+  }
+
   async function post<T>(path: string, body: Record<string, unknown>): Promise<T> {
     let res: Response;
     try {
@@ -223,10 +229,15 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
-      const timedOut = (err as Error)?.name === 'TimeoutError';
-      throw new SsoError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `No answer within ${timeoutMs} ms` : `Could not reach ${base}`, { cause: err });
+      throw transportError(err, `Could not reach ${base}`);
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      // the signal's timeout covers the body too: headers sent, then a stall, ends here
+      text = await res.text();
+    } catch (err) {
+      throw transportError(err, `The answer from ${base} broke off`);
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);

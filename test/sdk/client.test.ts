@@ -101,6 +101,28 @@ describe('client SDK against a running service', () => {
     expect([err.status, err.code]).toStrictEqual([0, 'network_error']);
   });
 
+  it('reports an answer whose body stalls or breaks off as SsoError timeout or network_error', async () => {
+    // headers at once, then part of a body that never ends; or the connection dropped mid-body
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"token":');
+      if (req.url?.startsWith('/drop/')) setTimeout(() => res.destroy(), 10);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const stalled = createSsoClient({ baseUrl: `${base}/stall`, clientId: 'c', clientSecret: 's', timeoutMs: 200 });
+      const timedOut = await rejectionOf(stalled.issueToken('x'), SsoError);
+      expect([timedOut.status, timedOut.code]).toStrictEqual([0, 'timeout']);
+      const dropped = createSsoClient({ baseUrl: `${base}/drop`, clientId: 'c', clientSecret: 's' });
+      const broken = await rejectionOf(dropped.validateToken('x.y.z'), SsoError);
+      expect([broken.status, broken.code]).toStrictEqual([0, 'network_error']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('re-exports verifyWebhook, which accepts a real delivery and refuses a tampered one', async () => {
     const secret = 'sdk-webhook-secret-0123456789';
     let got: { raw: string; headers: http.IncomingHttpHeaders } | undefined;
