@@ -147,6 +147,18 @@ describe('client systems as SQL seeds', () => {
     expect((await deliveries(app, hook, 'client.registered')).filter((d) => d.client_id === c.id), 'still one event').toHaveLength(1);
   });
 
+  it('reports a change of the logo or of the previous secret as an update, as the audit log does', async () => {
+    const c = newClient();
+    expect((await apply({ 'seeds/clients.sql': seedSql([c]) })).code).toBe(0);
+    const logo = await apply({ 'seeds/logo.sql': `UPDATE clients SET logo_url = '/assets/favicon.svg' WHERE client_id = '${c.id}';` });
+    expect(logo.code, logo.stderr).toBe(0);
+    expect(logo.stdout).toContain(`updated 1 (${c.id})`);
+    expect((await auditOf(app, 'client.update')).filter((r) => r.client_id === c.id)).toHaveLength(1);
+    const grace = await apply({ 'seeds/grace.sql': `UPDATE clients SET previous_secret_hash = repeat('a', 64), previous_secret_expires_at = now() + interval '1 hour' WHERE client_id = '${c.id}';` });
+    expect(grace.code, grace.stderr).toBe(0);
+    expect(grace.stdout).toContain(`updated 1 (${c.id})`);
+  });
+
   it('with no argument applies every seeds/*.sql in name order and skips the example file', async () => {
     const c = newClient({ name: 'First' });
     const project = await projectWith({
