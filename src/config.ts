@@ -146,12 +146,13 @@ export const configSchema = z.object({
   /** Shortest password any path accepts (characters); at most 72 bytes is bcrypt's limit. */
   PASSWORD_MIN_LENGTH: int(8, 72).default(10),
   /** How long a password reset link works: `30s`, `15m`, `24h` (held in seconds). */
-  PASSWORD_RESET_TTL: durationKey('30m').pipe(z.number().min(1000, 'must be at least 1s')).transform((ms) => Math.floor(ms / 1000)),
+  // at most a week: a link in a mailbox should not work for longer (and the database counts its seconds in an int)
+  PASSWORD_RESET_TTL: durationKey('30m', { maxMs: 7 * 86_400_000 }).pipe(z.number().min(1000, 'must be at least 1s')).transform((ms) => Math.floor(ms / 1000)),
   /**
    * At most one reset mail per account in this time (held in seconds); a request sooner sends
    * nothing and leaves the link already sent working. `0s`: no limit.
    */
-  PASSWORD_RESET_INTERVAL: durationKey('1m').transform((ms) => Math.floor(ms / 1000)),
+  PASSWORD_RESET_INTERVAL: durationKey('1m', { maxMs: 86_400_000 }).transform((ms) => Math.floor(ms / 1000)),
   /** SMTP server for password reset mail (smtp://user:pass@host:25, smtps://host:465); unset: mail goes to the log and DATA_DIR/mail/ outside production. */
   SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/ }).optional()),
   /** The From address of mail this service sends. */

@@ -32,6 +32,9 @@ describe('configuration', () => {
       [{ LOG_LEVEL: 'loud' }, /^Invalid configuration: LOG_LEVEL: /],
       // a cookie expiry past what a Date holds made every sign-in a 500
       [{ SESSION_TTL_SECONDS: '99999999999999' }, /^Invalid configuration: SESSION_TTL_SECONDS: /],
+      // seconds past an int made every reset request fail in the database (and answer 202 as ever)
+      [{ PASSWORD_RESET_TTL: '30000d' }, /^Invalid configuration: PASSWORD_RESET_TTL: /],
+      [{ PASSWORD_RESET_INTERVAL: '30000d' }, /^Invalid configuration: PASSWORD_RESET_INTERVAL: /],
     ];
     for (const [env, message] of cases) {
       expect(thrownBy(() => loadConfig(env)), JSON.stringify(env)).toSatisfy((err: Error) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('\n'));
