@@ -1,6 +1,6 @@
 /**
- * Every table and column the service's SQL uses, and what it must be allowed to do with each
- * table. The start-up check (schema-check.ts) compares the database with this list after
+ * Every table and column the service's SQL uses, what it must be allowed to do with each
+ * table, and the triggers it relies on. The start-up check (schema-check.ts) compares the database with this list after
  * migrating, and /readyz does on every probe: a table dropped by hand or a database user that
  * may only read stops the start with one line naming what is missing, instead of 500s later.
  *
@@ -16,6 +16,12 @@ export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
 export interface RequiredTable {
   columns: readonly string[];
   privileges: readonly TablePrivilege[];
+  /**
+   * Triggers the service relies on, which must exist and be enabled: the checks, audit
+   * entries and change announcements of client rows are made by the database itself, for
+   * every writer (seed files, psql), so without them a change goes unchecked or unaudited.
+   */
+  triggers?: readonly string[];
 }
 
 export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
@@ -31,6 +37,8 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
       'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
     privileges: READ_WRITE,
+    // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements)
+    triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate'],
   },
   sso_tokens: {
     columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id'],

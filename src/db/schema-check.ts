@@ -6,7 +6,8 @@ export class SchemaCheckError extends Error {}
 
 /**
  * Compares the database with what the service needs (required-schema.ts): every table and
- * column there, the current user's privileges on each table, and that the database accepts
+ * column there, the triggers it relies on (present and enabled), the current user's
+ * privileges on each table, and that the database accepts
  * writes at all (not a standby, not default_transaction_read_only). Returns the problems,
  * each a short phrase; an empty list when the database is usable. Tables are resolved
  * through the search_path, as the service's own statements resolve them.
@@ -50,11 +51,24 @@ export async function findSchemaProblems(db: Queryable, required: Readonly<Recor
   for (const [table, privs] of lacking) byPrivileges.set(privs.join(', '), [...(byPrivileges.get(privs.join(', ')) ?? []), table]);
   const role = privileges.rows[0]?.role;
 
+  const wanted = tables.filter((t) => columnsOf.has(t)).flatMap((t) => (required[t].triggers ?? []).map((name) => [t, name] as const));
+  const triggers = await db.query<{ table_name: string; name: string; enabled: boolean }>(
+    `SELECT x.table_name, x.name, tg.tgenabled <> 'D' AS enabled
+       FROM unnest($1::text[], $2::text[]) AS x(table_name, name)
+       JOIN pg_trigger tg ON tg.tgrelid = to_regclass(x.table_name) AND tg.tgname = x.name`,
+    [wanted.map(([t]) => t), wanted.map(([, n]) => n)],
+  );
+  const found = new Map(triggers.rows.map((r) => [`${r.table_name}.${r.name}`, r.enabled]));
+  const missingTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => !found.has(k));
+  const disabledTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => found.get(k) === false);
+
   const readOnly = await db.query<{ read_only: string }>(`SELECT current_setting('transaction_read_only') AS read_only`);
 
   const problems: string[] = [];
   if (missingTables.length) problems.push(`missing tables: ${missingTables.join(', ')}`);
   if (missingColumns.length) problems.push(`missing columns: ${missingColumns.join(', ')}`);
+  if (missingTriggers.length) problems.push(`missing triggers: ${missingTriggers.join(', ')}`);
+  if (disabledTriggers.length) problems.push(`disabled triggers: ${disabledTriggers.join(', ')}`);
   for (const [privs, list] of byPrivileges) problems.push(`the database user "${role}" may not ${privs} on ${list.join(', ')}`);
   if (readOnly.rows[0]?.read_only === 'on') problems.push('the database accepts no writes (transaction_read_only is on: a standby, or default_transaction_read_only)');
   return problems;

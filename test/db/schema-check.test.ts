@@ -57,6 +57,22 @@ describe('the start-up check of the schema', () => {
     }
   });
 
+  it('refuses to start, and lists every trigger of the migrations, when a trigger the service relies on is dropped or disabled', async () => {
+    const t = await createMigratedDatabase();
+    try {
+      const made = await t.db.query<{ table_name: string; name: string }>(
+        `SELECT c.relname AS table_name, tg.tgname AS name FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid
+          WHERE NOT tg.tgisinternal AND c.relnamespace = to_regnamespace(current_schema())`);
+      const unlisted = made.rows.filter((r) => !(REQUIRED_SCHEMA[r.table_name]?.triggers ?? []).includes(r.name)).map((r) => `${r.table_name}.${r.name}`);
+      expect(unlisted, 'triggers the migrations create but src/db/required-schema.ts does not list').toStrictEqual([]);
+      // the trigger that audits every change of a client row, whoever writes it
+      await t.db.exec('DROP TRIGGER clients_after_write ON clients; ALTER TABLE clients DISABLE TRIGGER clients_notify_change;');
+      expect(await startRefusal(t.db)).toBe('The database cannot be used: missing triggers: clients.clients_after_write; disabled triggers: clients.clients_notify_change');
+    } finally {
+      await t.drop();
+    }
+  });
+
   it('refuses to start when a column the service uses is missing', async () => {
     const t = await createMigratedDatabase();
     try {
