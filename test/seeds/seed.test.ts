@@ -1,9 +1,13 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashClientSecret } from '../../src/clients/credentials.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { admin } from '../helpers/cli.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { deliveries, subscribe } from '../auth/support.ts';
 import { auditOf } from '../admin/support.ts';
+import { ROOT } from '../helpers/processes.ts';
 import { projectWith, seed, type SeedClient, seedSql } from './support.ts';
 
 /** `npm run seed` against the running service: its effect is seen by the next request. */
@@ -157,6 +161,22 @@ describe('client systems as SQL seeds', () => {
     const grace = await apply({ 'seeds/grace.sql': `UPDATE clients SET previous_secret_hash = repeat('a', 64), previous_secret_expires_at = now() + interval '1 hour' WHERE client_id = '${c.id}';` });
     expect(grace.code, grace.stderr).toBe(0);
     expect(grace.stdout).toContain(`updated 1 (${c.id})`);
+  });
+
+  it('refuses the shipped example file as it is (no example secret ever works), and applies it once real hashes are put in', async () => {
+    const example = await readFile(path.join(ROOT, 'seeds/example.sql.sample'), 'utf8');
+    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    const insert = example.slice(example.indexOf('INSERT INTO clients'));
+    expect(readme, 'the README shows the example file').toContain(insert.trim());
+    const asShipped = await apply({ 'seeds/clients.sql': example });
+    expect(asShipped.code).not.toBe(0);
+    expect(asShipped.stderr).toMatch(/secret_hash/);
+    const [billing, wiki] = [unique('billing-'), unique('wiki-')];
+    const filled = example.replaceAll('<the secret_hash printed by: npm run -s admin -- client new-secret>', hashClientSecret(unique('own-secret-')))
+      .replaceAll("'billing'", `'${billing}'`).replaceAll("'wiki'", `'${wiki}'`);
+    const applied = await apply({ 'seeds/clients.sql': filled });
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain(`created 2 (${billing}, ${wiki})`);
   });
 
   it('with no argument applies every seeds/*.sql in name order and skips the example file', async () => {
