@@ -1,10 +1,10 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { thrownBy } from './helpers/expect.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { startServerProcess } from './helpers/processes.ts';
+import { ConfigError, configSchema, loadConfig } from '../src/config.ts';
+import { ROOT, startServerProcess } from './helpers/processes.ts';
 
 describe('configuration', () => {
   it('applies the documented defaults', () => {
@@ -19,6 +19,14 @@ describe('configuration', () => {
     expect(c.BCRYPT_COST).toBe(12);
     expect(c.ISSUER).toBe('auth-service');
     expect(c.DATABASE_URL).toBe(undefined);
+  });
+
+  it('has every key in .env.example and in the README, as .env.example says', async () => {
+    const example = await readFile(path.join(ROOT, '.env.example'), 'utf8');
+    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    const keys = Object.keys(configSchema.shape);
+    expect(keys.filter((k) => !new RegExp(`^#? ?${k}=`, 'm').test(example)), 'keys missing from .env.example').toStrictEqual([]);
+    expect(keys.filter((k) => !readme.includes(`\`${k}\``)), 'keys missing from the README').toStrictEqual([]);
   });
 
   it('names the key and the problem of a bad value', () => {

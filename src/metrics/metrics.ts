@@ -23,7 +23,7 @@ export interface Metrics {
   loginFailures: Counter<'reason'>;
   /** Accounts locked after too many failed logins. */
   lockouts: Counter;
-  /** Requests refused by a rate limit, by limiter (login, validate, user). */
+  /** Requests refused by a rate limit, by limiter (login, validate, token, user). */
   rateLimited: Counter<'limiter'>;
   /** Webhook delivery attempts, by outcome (succeeded, retry, failed). */
   webhookDeliveries: Counter<'outcome'>;
