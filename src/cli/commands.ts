@@ -16,7 +16,12 @@ const ACTOR = { via: 'cli' as const, username: 'cli' };
 export interface CommandResult {
   json: unknown;
   text: string;
+  /** A note for the person at the terminal, on stderr (so --json output stays one document). */
+  notice?: string;
 }
+
+/** Most links `link list` prints; past it, it says so and how to narrow the list. */
+export const LINK_LIST_MAX = 1000;
 
 /** Parsed command line: positional words and options (repeatable ones as arrays). */
 export interface ParsedArgs {
@@ -195,11 +200,15 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const status = args.options.status;
       if (status !== undefined && status !== 'pending' && status !== 'active') usage('link list [--status pending|active] [--client CLIENT_ID]');
       const clientId = typeof args.options.client === 'string' ? args.options.client : undefined;
-      const links = await services.links.list({ status, clientId }, 1000);
+      const found = await services.links.list({ status, clientId }, LINK_LIST_MAX + 1);
+      const links = found.slice(0, LINK_LIST_MAX);
       const text = links.length === 0
         ? 'No links.'
         : links.map((l) => `${l.username}\t${l.client_id}\t${l.external_username}\t${l.status}\t${l.requested_at}`).join('\n');
-      return { json: links, text };
+      const notice = found.length > LINK_LIST_MAX
+        ? `admin: only the first ${LINK_LIST_MAX} links (oldest request first) are listed; narrow the list with --status or --client`
+        : undefined;
+      return { json: links, text, notice };
     }
     case 'link approve':
     case 'link revoke': {

@@ -89,6 +89,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKeys: await loadSigningKeys(config) });
     const result = await runCommand(services, { words: positionals, options: values });
     io.stdout(values.json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
+    if (result.notice) io.stderr(`${result.notice}\n`);
     return 0;
   } finally {
     if (!io.db) await db.close();

@@ -104,6 +104,25 @@ describe('admin command line with the service running', () => {
     expect(missing.stderr).toMatch(/No user/);
   });
 
+  it('link list says on stderr when it lists only the first 1000 links, and how to narrow the list', async () => {
+    const client = JSON.parse((await admin(app, ['client', 'create', '--name', 'Many links', '--callback-url', 'https://m.example/cb', '--json'])).stdout);
+    const prefix = unique('many').toLowerCase();
+    await app.db.query(
+      `INSERT INTO users (username, email, role, full_name, password_hash, active)
+       SELECT $1 || n, $1 || n || '@example.com', 'user', '', 'x', true FROM generate_series(1, 1001) AS n`, [prefix]);
+    await app.db.query(
+      `INSERT INTO user_client_links (user_id, client_id, external_username, status)
+       SELECT id, $2, username, 'pending' FROM users WHERE username LIKE $1 || '%'`, [prefix, client.client_id]);
+    const all = await admin(app, ['link', 'list', '--client', client.client_id, '--json']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(JSON.parse(all.stdout)).toHaveLength(1000);
+    expect(all.stderr).toMatch(/only the first 1000 links .*--status or --client/);
+    await app.db.query('DELETE FROM user_client_links WHERE client_id = $1 AND external_username = $2', [client.client_id, `${prefix}1001`]);
+    const fits = await admin(app, ['link', 'list', '--client', client.client_id, '--json']);
+    expect(JSON.parse(fits.stdout)).toHaveLength(1000);
+    expect(fits.stderr).not.toMatch(/only the first/);
+  });
+
   it('stores the secret only as a hash', async () => {
     const created = JSON.parse((await admin(app, ['client', 'create', '--name', 'Hash', '--callback-url', 'https://h.example/cb', '--json'])).stdout);
     const row = (await app.db.query<Record<string, unknown>>('SELECT * FROM clients WHERE client_id = $1', [created.client_id])).rows[0];
