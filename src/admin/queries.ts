@@ -46,6 +46,15 @@ export interface Overview {
 }
 
 /**
+ * The user.login failures whose password was right (src/auth/service.ts): the password step of a
+ * two-factor sign-in, which goes on to ask for the code, and a sign-in that must choose a new
+ * password first. Neither counts toward the lockout, and neither is a failed sign-in on the
+ * overview. Every other reason is: a wrong name, password or code, an inactive user (counted
+ * toward the lockout like a wrong password), an attempt while locked.
+ */
+const NOT_FAILED_SIGN_INS = ['totp_required', 'password_change_required'];
+
+/**
  * Every count in one round trip. "Today" is the UTC day. Failed logins and lockouts come
  * from the audit log (the lockout counters are reset by a success, the log is not).
  */
@@ -59,12 +68,14 @@ export async function readOverview(q: Queryable): Promise<Overview> {
        (SELECT count(*) FROM clients WHERE active) AS active_clients,
        (SELECT count(*) FROM sso_tokens, today WHERE issued_at >= today.start) AS tokens_issued_today,
        (SELECT count(*) FROM sso_tokens, today WHERE used_at >= today.start) AS tokens_validated_today,
-       (SELECT count(*) FROM audit_log WHERE action = 'user.login' AND outcome = 'failure' AND at > now() - interval '24 hours') AS failed_logins_24h,
+       (SELECT count(*) FROM audit_log WHERE action = 'user.login' AND outcome = 'failure' AND at > now() - interval '24 hours'
+          AND COALESCE(details->>'reason', '') <> ALL ($1::text[])) AS failed_logins_24h,
        (SELECT count(*) FROM audit_log WHERE action = 'user.locked' AND at > now() - interval '24 hours') AS lockouts_24h,
        (SELECT count(*) FROM login_attempts WHERE locked_until > now()) AS locked_now,
        (SELECT count(*) FROM webhooks WHERE active) AS webhooks,
        (SELECT count(*) FROM webhook_deliveries WHERE status = 'failed' AND completed_at > now() - interval '24 hours') AS deliveries_failed_24h,
        (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND attempts > 0) AS deliveries_retrying`,
+    [NOT_FAILED_SIGN_INS],
   );
   const row = r.rows[0];
   return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)])) as unknown as Overview;
