@@ -126,7 +126,7 @@ export const ADMIN_API_ROUTES = [
   }),
   route({
     ...admin, method: 'patch', path: '/api/admin/users/:id', params: userId, summary: 'Change a user (email, full name, role, active, password, must-change)',
-    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged.',
+    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged. A field sent with its current value is no change: the profile\'s audit entry (user.update, or user.activate / user.deactivate when only `active` changed) names only the fields that changed in `changed`, with `previous_role` when the role did, and a request that changes nothing writes none.',
     body: updateUserSchema,
     example: { password: 'temporary but long 2931', must_change_password: true },
     responses: {

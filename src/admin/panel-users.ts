@@ -61,8 +61,10 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
 
   const update: RequestHandler = async (req, res) => {
     const id = idParam(req);
-    await userAdmin.update(id, input(res, userEditForm), actorOf(req, res, 'admin_panel'));
-    flashNext(req, { type: 'success', text: 'The profile was saved.' });
+    const changed = await userAdmin.editProfile(id, input(res, userEditForm), actorOf(req, res, 'admin_panel'));
+    flashNext(req, changed.length > 0
+      ? { type: 'success', text: 'The profile was saved.' }
+      : { type: 'info', text: 'Nothing changed: the profile already had these values.' });
     res.redirect(303, detailUrl(id));
   };
 

@@ -91,6 +91,14 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
       return getOr404(created.id);
     },
 
+    /**
+     * The panel's profile form: sets email, full name and role. Answers the names of the
+     * fields that really changed (none: nothing was written, UserService.updateProfile).
+     */
+    async editProfile(id: number, profile: { email: string; full_name: string; role: string }, actor: Actor): Promise<string[]> {
+      return Object.keys(await users.updateProfile(id, profile, actor));
+    },
+
     /** Changes the profile (updateProfile) and/or the password (UserService.setPassword). */
     async update(
       id: number,

@@ -60,18 +60,38 @@ export async function clearLoginAttempts(q: Queryable, login: string): Promise<v
   await q.query('DELETE FROM login_attempts WHERE login = $1', [login]);
 }
 
-/** Changes the fields given (undefined keeps one); null when there is no such user. */
+/** The profile fields an administrator changes (updateUserProfile). */
+export interface ProfileFields {
+  email: string;
+  full_name: string;
+  role: string;
+  active: boolean;
+}
+
+/**
+ * Changes the fields given (undefined keeps one); null when there is no such user. Answers the
+ * row after the change and `before`, the same fields as they were (read under the row's lock,
+ * so they are what this statement replaced). A change that changes nothing keeps updated_at.
+ */
 export async function updateUserProfile(
   q: Queryable,
   id: number,
-  patch: { email?: string; full_name?: string; role?: string; active?: boolean },
-): Promise<{ id: number; username: string; email: string; was_active: boolean } | null> {
-  const r = await q.query<{ id: number; username: string; email: string; was_active: boolean }>(
-    `WITH before AS (SELECT id AS bid, active AS was_active FROM users WHERE id = $1 FOR UPDATE)
+  patch: Partial<ProfileFields>,
+): Promise<({ id: number; username: string } & ProfileFields & { before: ProfileFields }) | null> {
+  type Row = { id: number; username: string; was_email: string; was_full_name: string; was_role: string; was_active: boolean } & ProfileFields;
+  const r = await q.query<Row>(
+    `WITH before AS (SELECT id AS bid, email AS was_email, full_name AS was_full_name, role AS was_role, active AS was_active
+                       FROM users WHERE id = $1 FOR UPDATE)
      UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
-       active = COALESCE($5, active), updated_at = now()
-     FROM before WHERE id = before.bid RETURNING id, username, email, before.was_active`,
+       active = COALESCE($5, active),
+       updated_at = CASE WHEN (COALESCE($2, email), COALESCE($3, full_name), COALESCE($4, role), COALESCE($5, active))
+                              IS DISTINCT FROM (email, full_name, role, active) THEN now() ELSE updated_at END
+     FROM before WHERE id = before.bid
+     RETURNING id, username, email, full_name, role, active, was_email, was_full_name, was_role, was_active`,
     [id, patch.email ?? null, patch.full_name ?? null, patch.role ?? null, patch.active ?? null],
   );
-  return r.rows[0] ?? null;
+  const row = r.rows[0];
+  if (!row) return null;
+  const { was_email: email, was_full_name: fullName, was_role: role, was_active: active, ...after } = row;
+  return { ...after, before: { email, full_name: fullName, role, active } };
 }

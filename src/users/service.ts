@@ -9,7 +9,7 @@ import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { linkNameInUse } from '../links/queries.ts';
-import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, setUserActive, updateUserProfile } from './queries.ts';
+import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, type ProfileFields, setUserActive, updateUserProfile } from './queries.ts';
 import type { UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
 
@@ -33,6 +33,8 @@ function assertRoleAndName(role: string | undefined, fullName: string | undefine
     throw new AppError(400, 'invalid_full_name', `full_name: at most ${FULL_NAME_MAX} characters, no control characters`);
   }
 }
+
+const PROFILE_FIELDS = ['email', 'full_name', 'role', 'active'] as const;
 
 /** The audit fields of a change an administrator made to `user` (admin API and panel). */
 function byAdministrator(actor: Actor, user: { id: number; username: string }) {
@@ -154,9 +156,11 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     /**
      * Changes email, full name, role or the active flag (by id, for the admin API and panel).
      * An administrator cannot demote or deactivate themselves: that would lock the last admin
-     * out of the panel.
+     * out of the panel. Only what really changed is audited (`changed`, with `previous_role`
+     * when the role did), as client changes are (migration 0009); a change that changes nothing
+     * writes nothing. Answers the fields that changed, with their new values.
      */
-    async updateProfile(id: number, patch: { email?: string; full_name?: string; role?: string; active?: boolean }, actor: Actor): Promise<void> {
+    async updateProfile(id: number, patch: Partial<ProfileFields>, actor: Actor): Promise<Partial<ProfileFields>> {
       if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
         throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
       }
@@ -164,17 +168,24 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         throw new AppError(400, 'invalid_email', 'email is not a valid address');
       }
       assertRoleAndName(patch.role, patch.full_name);
-      await db.transaction(async (tx) => {
+      return db.transaction(async (tx) => {
         const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
         if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-        const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-        const action = patch.active === undefined || Object.keys(changed).length > 1
+        const changed: Partial<ProfileFields> = Object.fromEntries(
+          PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
+        );
+        if (Object.keys(changed).length === 0) return changed;
+        const action = changed.active === undefined || Object.keys(changed).length > 1
           ? 'user.update'
-          : patch.active ? 'user.activate' : 'user.deactivate';
-        await writeAudit(tx, { action, outcome: 'success', ...byAdministrator(actor, user), details: { ...actorDetails(actor), changed } });
+          : changed.active ? 'user.activate' : 'user.deactivate';
+        await writeAudit(tx, {
+          action, outcome: 'success', ...byAdministrator(actor, user),
+          details: { ...actorDetails(actor), changed, ...(changed.role !== undefined ? { previous_role: user.before.role } : {}) },
+        });
         // a link mailed to the address being replaced must not reset the password afterwards
-        if (patch.email !== undefined) await deletePasswordResets(tx, user.id);
-        if (patch.active === false && user.was_active) await signOutDeactivated(tx, user, actor);
+        if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
+        if (changed.active === false) await signOutDeactivated(tx, user, actor);
+        return changed;
       });
     },
 

@@ -83,6 +83,33 @@ describe('admin API: users', () => {
     expect(update.details.actor).toBe(admin.user.username);
   });
 
+  it('PATCH /api/admin/users/:id audits only what changed, the previous role with a new one, and nothing when nothing changed', async () => {
+    const user = await makeUser(app, { fullName: 'Same Name' });
+    const entries = async () => (await app.db.query<{ action: string; details: any }>(
+      "SELECT action, details FROM audit_log WHERE user_id = $1 AND action IN ('user.update', 'user.activate', 'user.deactivate') ORDER BY id",
+      [user.id],
+    )).rows.map((r) => ({ action: r.action, details: typeof r.details === 'string' ? JSON.parse(r.details) : r.details }));
+    const updatedAt = async () => (await app.db.query<{ t: string }>('SELECT updated_at::text AS t FROM users WHERE id = $1', [user.id])).rows[0].t;
+    const stamp = await updatedAt();
+
+    const same = await app.http.patch(`/api/admin/users/${user.id}`, { email: user.email, full_name: 'Same Name', role: 'user', active: true }, admin.as);
+    expect(same.status).toBe(200);
+    expect(await entries(), 'the current values again are no change').toStrictEqual([]);
+    expect(await updatedAt()).toBe(stamp);
+
+    expect((await app.http.patch(`/api/admin/users/${user.id}`, { email: user.email, full_name: 'Other Name', role: 'admin' }, admin.as)).status).toBe(200);
+    const [update] = await entries();
+    expect(update.action).toBe('user.update');
+    expect(update.details.changed).toStrictEqual({ full_name: 'Other Name', role: 'admin' });
+    expect(update.details.previous_role).toBe('user');
+
+    expect((await app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'Other Name', active: false }, admin.as)).status).toBe(200);
+    const deactivated = (await entries())[1];
+    expect(deactivated.action, 'only the active flag changed').toBe('user.deactivate');
+    expect(deactivated.details.changed).toStrictEqual({ active: false });
+    expect(deactivated.details.previous_role).toBeUndefined();
+  });
+
   it('an administrator cannot demote or deactivate themselves', async () => {
     const res = await app.http.patch(`/api/admin/users/${admin.user.id}`, { role: 'user' }, admin.as);
     expect(res.status).toBe(409);

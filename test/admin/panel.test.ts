@@ -165,6 +165,23 @@ describe('admin panel over HTTP', () => {
     await app.services.clients.authenticateClient(clientId, fresh!);
   });
 
+  it('saves a user\'s profile form auditing only what changed, and says so when nothing did', async () => {
+    const member = await makeUser(app, { fullName: 'Form Name' });
+    const s = await signInPage(app, adminUser);
+    const csrf = hiddenField((await s.get(`/admin/users/${member.id}`)).text, '_csrf');
+    const updates = async () => (await app.db.query<{ details: any }>("SELECT details FROM audit_log WHERE action = 'user.update' AND user_id = $1 ORDER BY id", [member.id]))
+      .rows.map((r) => (typeof r.details === 'string' ? JSON.parse(r.details) : r.details));
+
+    const unchanged = await s.post(`/admin/users/${member.id}`, { _csrf: csrf, email: member.email, full_name: 'Form Name', role: 'user' });
+    expect(unchanged.status).toBe(303);
+    expect((await s.get(unchanged.headers.location!)).text).toMatch(/Nothing changed/);
+    expect(await updates(), 'the whole form sent back unchanged writes nothing').toStrictEqual([]);
+
+    const renamed = await s.post(`/admin/users/${member.id}`, { _csrf: csrf, email: member.email, full_name: 'New Form Name', role: 'user' });
+    expect((await s.get(renamed.headers.location!)).text).toMatch(/The profile was saved/);
+    expect((await updates()).map((d) => d.changed)).toStrictEqual([{ full_name: 'New Form Name' }]);
+  });
+
   it('shows the overview counts', async () => {
     const s = await signInPage(app, adminUser);
     await app.http.post('/api/auth/login', { login: adminUser.username, password: 'wrong password' });
