@@ -73,10 +73,15 @@ export function refusedForm(err: unknown, rename: Record<string, string> = {}): 
 /**
  * A refused panel form goes back (post/redirect/get) with the reason shown. A stale or forged
  * form (CSRF), a refusal of access and server errors get the error page and change nothing.
+ * So does a form whose page is itself missing (a malformed id, or `missing`: the 404 code of
+ * the page's subject, e.g. user_not_found for /admin/users/:id): going back there would answer
+ * an error page, which shows no message, and the message would wait in the session for some
+ * later, unrelated page.
  */
-export function backWithError(back: (req: Request) => string): ErrorRequestHandler {
+export function backWithError(back: (req: Request) => string, missing: string): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status) || !req.session) return next(err);
+    if (err.code === 'invalid_id' || err.code === missing) return next(err);
     flashNext(req, { type: 'error', text: messageOf(err) });
     fieldErrorsNext(req, fieldErrorsOf(err));
     res.redirect(303, back(req));

@@ -15,11 +15,13 @@ const users = handlersFrom((s) => userPanel(s));
 const hooks = handlersFrom((s) => webhookPanel({ db: s.deps.db, webhooks: s.webhooks }));
 const links = handlersFrom((s) => linkPanel(s));
 
-const client = '/admin/clients/:client_id';
-const user = '/admin/users/:id';
-const hook = '/admin/webhooks/:id';
-/** A refused form with nothing to re-render goes back to the page it came from, with the reason. */
-const back = (path: string) => backWithError((req) => path.replace(/:(\w+)/g, (_m, k: string) => encodeURIComponent(String(req.params[k]))));
+/** A panel page about one thing, and the code of the 404 that says it does not exist. */
+const client = { path: '/admin/clients/:client_id', missing: 'client_not_found' };
+const user = { path: '/admin/users/:id', missing: 'user_not_found' };
+const hook = { path: '/admin/webhooks/:id', missing: 'webhook_not_found' };
+/** A refused form with nothing to re-render goes back to the page it came from, with the reason (unless that page is gone). */
+const back = (page: { path: string; missing: string }) =>
+  backWithError((req) => page.path.replace(/:(\w+)/g, (_m, k: string) => encodeURIComponent(String(req.params[k]))), page.missing);
 const formDone = (to: string) => ({ 303: redirect(`Done: back to ${to}`), 400: html('The form again with the problem') });
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each row's schemas type its own handler
 const panel = (o: Omit<Route<'page-admin', any, any, any>, 'tag' | 'access' | 'limit'>) => route({ tag: 'Admin panel', access: 'page-admin', limit: 'user', ...o });
@@ -59,7 +61,7 @@ export const ADMIN_PANEL_ROUTES = [
     onError: clients.onError((h) => h.updateFailed),
   }),
   panel({
-    method: 'post', path: '/admin/clients/:client_id/active', summary: 'Activate or deactivate a client system', example: { active: 'false' }, responses: formDone('the client'),
+    method: 'post', path: '/admin/clients/:client_id/active', summary: 'Activate or deactivate a client system', example: { active: 'false' }, responses: { ...formDone('the client'), 404: pageError('No such client system') },
     bodyType: 'form', body: activeForm,
     handle: clients.handle((h) => h.setActive),
     onError: () => back(client),
@@ -69,7 +71,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: clients.handle((h) => h.confirmRegenerate),
   }),
   panel({
-    method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', example: { grace_seconds: '3600' }, responses: { 200: html('The client\'s page with the new secret, shown this once (never kept in the session)'), 303: redirect('Refused: back to the client, with the reason') },
+    method: 'post', path: '/admin/clients/:client_id/regenerate', summary: 'Regenerate the secret (shown once); `grace_seconds` keeps the old one working that long', example: { grace_seconds: '3600' }, responses: { 200: html('The client\'s page with the new secret, shown this once (never kept in the session)'), 303: redirect('Refused: back to the client, with the reason'), 404: pageError('No such client system') },
     bodyType: 'form', body: regenerateForm,
     handle: clients.handle((h) => h.regenerate),
     onError: () => back(client),
@@ -99,37 +101,37 @@ export const ADMIN_PANEL_ROUTES = [
     onError: users.onError((h) => h.updateFailed),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', example: { active: 'true' }, responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', example: { active: 'true' }, responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form', body: activeForm,
     handle: users.handle((h) => h.setActive),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: users.handle((h) => h.unlock),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: users.handle((h) => h.resetTwoFactor),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link', responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: links.handle((h) => h.approve),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: links.handle((h) => h.revoke),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/password', summary: 'Set a user\'s password (optionally: must change at the next sign-in)', example: { password: 'temporary but long 2931', must_change: 'on' }, responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id/password', summary: 'Set a user\'s password (optionally: must change at the next sign-in)', example: { password: 'temporary but long 2931', must_change: 'on' }, responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form', body: userPasswordForm,
     handle: users.handle((h) => h.setPassword),
     onError: () => back(user),
@@ -149,25 +151,25 @@ export const ADMIN_PANEL_ROUTES = [
     handle: hooks.handle((h) => h.show),
   }),
   panel({
-    method: 'post', path: '/admin/webhooks/:id', summary: 'Change a webhook\'s URL, events or secret (an empty secret keeps it)', example: { url: 'https://shop.example/hooks/auth-v2', secret: '', events: ['user.login'] }, responses: formDone('the webhook'),
+    method: 'post', path: '/admin/webhooks/:id', summary: 'Change a webhook\'s URL, events or secret (an empty secret keeps it)', example: { url: 'https://shop.example/hooks/auth-v2', secret: '', events: ['user.login'] }, responses: { ...formDone('the webhook'), 404: pageError('No such webhook') },
     bodyType: 'form', body: webhookEditForm,
     handle: hooks.handle((h) => h.update),
     onError: () => back(hook),
   }),
   panel({
-    method: 'post', path: '/admin/webhooks/:id/active', summary: 'Activate or deactivate a webhook', example: { active: 'false' }, responses: formDone('the webhook'),
+    method: 'post', path: '/admin/webhooks/:id/active', summary: 'Activate or deactivate a webhook', example: { active: 'false' }, responses: { ...formDone('the webhook'), 404: pageError('No such webhook') },
     bodyType: 'form', body: activeForm,
     handle: hooks.handle((h) => h.setActive),
     onError: () => back(hook),
   }),
   panel({
-    method: 'post', path: '/admin/webhooks/:id/delete', summary: 'Delete a webhook (confirmation box)', example: { confirm: 'on' }, responses: formDone('the webhooks'),
+    method: 'post', path: '/admin/webhooks/:id/delete', summary: 'Delete a webhook (confirmation box)', example: { confirm: 'on' }, responses: { ...formDone('the webhooks'), 404: pageError('No such webhook') },
     bodyType: 'form', body: confirmForm,
     handle: hooks.handle((h) => h.remove),
     onError: () => back(hook),
   }),
   panel({
-    method: 'post', path: '/admin/webhooks/:id/deliveries/:delivery/redeliver', summary: 'Send a delivery again', responses: formDone('the webhook'),
+    method: 'post', path: '/admin/webhooks/:id/deliveries/:delivery/redeliver', summary: 'Send a delivery again', responses: { ...formDone('the webhook'), 404: pageError('No such webhook') },
     bodyType: 'form',
     handle: hooks.handle((h) => h.redeliver),
     onError: () => back(hook),
