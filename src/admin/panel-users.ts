@@ -1,4 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
+import { establishSession } from '../auth/session.ts';
+import { currentUser } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
@@ -90,10 +92,25 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
     res.redirect(303, detailUrl(id));
   };
 
+  /**
+   * Sets a user's password. An administrator setting their own stays signed in here, under a
+   * new session id, while every other session of theirs ends (as /account/password does), and
+   * cannot ask themselves to change it again at the next sign-in: the form does not offer that
+   * box on their own page, and a post with it is refused.
+   */
   const setPassword: RequestHandler = async (req, res) => {
     const id = idParam(req);
     const form = input(res, userPasswordForm);
     const mustChange = checked(form.must_change);
+    if (id === currentUser(res).id) {
+      if (mustChange) {
+        throw new AppError(409, 'cannot_require_own_change', 'You cannot require yourself to change your own password at the next sign-in. Set it without that box, or change it at /account/password.');
+      }
+      const me = await userAdmin.setPassword(id, { password: form.password, mustChange: false }, actorOf(req, res, 'admin_panel'), req.sessionID);
+      await establishSession(req, me, { twoFactorUsed: req.session.twoFactorUsed === true });
+      flashNext(req, { type: 'success', text: 'Your password was set. You are still signed in here; every other session of yours has been signed out.' });
+      return res.redirect(303, detailUrl(id));
+    }
     const user = await userAdmin.setPassword(id, { password: form.password, mustChange }, actorOf(req, res, 'admin_panel'));
     flashNext(req, {
       type: 'success',

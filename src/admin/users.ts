@@ -112,9 +112,9 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
       return getOr404(id);
     },
 
-    /** Sets a user's password (and/or the must-change flag); see UserService.setPassword. */
-    async setPassword(id: number, change: { password?: string; mustChange?: boolean }, actor: Actor): Promise<AdminUser> {
-      await users.setPassword({ id }, change, actor);
+    /** Sets a user's password (and/or the must-change flag); see UserService.setPassword (`keepSid` too). */
+    async setPassword(id: number, change: { password?: string; mustChange?: boolean }, actor: Actor, keepSid?: string): Promise<AdminUser> {
+      await users.setPassword({ id }, change, actor, keepSid);
       return getOr404(id);
     },
 

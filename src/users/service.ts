@@ -119,12 +119,14 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
      * An administrator sets a user's password (`user` by username or id) and/or the
      * must-change flag. A new password passes the one policy, clears the lockout and kills
      * reset links; a new password or `mustChange: true` signs the user out everywhere
-     * (sessions, access tokens, unused SSO tokens, user.logout). Audited as user.password_set.
+     * (sessions, access tokens, unused SSO tokens, user.logout) but `keepSid`, the session of
+     * an administrator setting their own password. Audited as user.password_set.
      */
     async setPassword(
       user: { username: string } | { id: number },
       change: { password?: string; mustChange?: boolean },
       actor: Actor,
+      keepSid?: string,
     ): Promise<UserRecord & { must_change_password: boolean }> {
       const found = 'id' in user ? await findUserById(db, user.id) : await findUserByUsername(db, normalizeUsername(user.username));
       if (!found) throw new AppError(404, 'user_not_found', `No user ${'id' in user ? user.id : normalizeUsername(user.username)}`);
@@ -147,7 +149,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         if (hash !== undefined || mustChange) {
           await signOutEverywhere(tx, events, found, {
             ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
-          });
+          }, keepSid);
         }
       });
       return { ...found, must_change_password: mustChange };
