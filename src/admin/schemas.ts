@@ -129,15 +129,16 @@ export type AuditQuery = z.infer<typeof auditQuery>;
 
 /**
  * The filter of an audit query. Empty fields (as an HTML form sends them) mean "any".
- * `user` is a numeric id or a username (normalized as logins are). `to` is exclusive; a bare
- * date as `to` means the end of that day.
+ * `user` is a username (normalized as logins are); digits are also a user id, and an entry of
+ * either matches (a user may be named `4242`). `to` is exclusive; a bare date as `to` means the
+ * end of that day.
  */
 export function auditFilterOf(q: AuditQuery): AuditFilter {
   const f: AuditFilter = {};
   const user = q.user?.trim();
   if (user) {
+    f.username = normalizeUsername(user);
     if (/^\d{1,9}$/.test(user)) f.userId = Number(user);
-    else f.username = normalizeUsername(user);
   }
   if (q.client_id) f.clientId = q.client_id;
   if (q.action) f.action = q.action;

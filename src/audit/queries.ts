@@ -60,8 +60,13 @@ function whereOf(f: AuditFilter): { clauses: string[]; params: unknown[]; bind: 
   const clauses: string[] = [];
   const { bind, values: params } = statementParams();
   const add = (sql: string, value: unknown) => clauses.push(sql.replace('?', bind(value)));
-  if (f.userId !== undefined) add('user_id = ?', f.userId);
-  if (f.username !== undefined) add('username = ?', f.username);
+  if (f.userId !== undefined && f.username !== undefined) {
+    clauses.push(`(user_id = ${bind(f.userId)} OR username = ${bind(f.username)})`);
+  } else if (f.userId !== undefined) {
+    add('user_id = ?', f.userId);
+  } else if (f.username !== undefined) {
+    add('username = ?', f.username);
+  }
   if (f.clientId !== undefined) add('client_id = ?', f.clientId);
   if (f.action !== undefined) add('action = ?', f.action);
   if (f.outcome !== undefined) add('outcome = ?', f.outcome);

@@ -69,6 +69,23 @@ describe('admin API: the audit log', () => {
     expect(entry.at).toBe('2026-01-03T10:00:00.000Z');
   });
 
+  it('finds a user named with digits by name as well as the user with that id, on pages and exports', async () => {
+    const action = unique('test.digits.');
+    await seed(action, [
+      { username: '4242', user_id: 17, at: '2026-01-01T10:00:00Z' },
+      { username: 'bob', user_id: 4242, at: '2026-01-02T10:00:00Z' },
+      { username: 'carol', user_id: 18, at: '2026-01-03T10:00:00Z' },
+    ]);
+    const res = await app.http.get(`/api/admin/audit?action=${action}&user=4242`, admin.as);
+    expect(res.status).toBe(200);
+    expect(res.body.entries.map((e: { username: string }) => e.username)).toStrictEqual(['bob', '4242']);
+    const nd = await app.http.get(`/api/admin/audit?action=${action}&user=4242&format=ndjson`, admin.as);
+    expect(nd.text.trimEnd().split('\n').map((l) => JSON.parse(l).username)).toStrictEqual(['4242', 'bob']);
+    const page = await app.http.get(`/admin/audit?action=${action}&user=4242`, { headers: { cookie: admin.cookie, accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.text.match(/data-audit-id=/g)).toHaveLength(2);
+  });
+
   it('pages by keyset cursor without repeating or skipping entries', async () => {
     const action = unique('test.page.');
     await seed(action, Array.from({ length: 7 }, (_, i) => ({ username: `u${i}` })));
