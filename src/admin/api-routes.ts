@@ -156,7 +156,7 @@ export const ADMIN_API_ROUTES = [
   }),
   route({
     ...admin, method: 'get', path: '/api/admin/audit', summary: 'The audit log: a page of JSON, or the filtered log streamed as CSV or NDJSON',
-    description: 'Filters: `user` (a username; digits match that username or the user with that id), `client_id`, `action`, `outcome`, `ip` (one address, not a range), `from`/`to` (ISO date or date-time, `to` exclusive). `format=json` pages with `limit` and `cursor` (the previous `next_cursor`); `csv` and `ndjson` stream everything that matches as a download. Any other query key is 400 `validation_error`.',
+    description: 'Filters: `user` (a username; digits match that username or the user with that id), `client_id`, `action`, `outcome`, `ip` (one address, not a range), `from`/`to` (an ISO 8601 date or date-time of a real calendar day, no zone meaning UTC; `to` exclusive, a bare date as `to` includes that day; `11/26/2026` or `2020-02-30` is 400). `format=json` pages with `limit` and `cursor` (the previous `next_cursor`); `csv` and `ndjson` stream everything that matches as a download. Any other query key is 400 `validation_error`.',
     query: auditQuery,
     responses: {
       200: {

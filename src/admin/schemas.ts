@@ -75,9 +75,33 @@ export const searchUsersQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
-/** A date-time without a zone (as <input type=datetime-local> sends it) is UTC, as the panel shows times. */
-function parseTime(v: string): Date {
-  return new Date(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(v) ? `${v}Z` : v);
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+/**
+ * An ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T12:00`, seconds and fraction
+ * optional, then `Z`, a `±hh:mm` offset or nothing) of a real calendar day; null for anything
+ * else. Without a zone (as <input type=datetime-local> sends it) it is UTC, as the panel shows
+ * times. Not Date.parse: that also reads `11/26/2026` or `Nov 26 2026` (in the server's time
+ * zone) and rolls `2020-02-30` over to 1 March.
+ */
+function parseTime(v: string): Date | null {
+  const m = ISO_TIME.exec(v);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((part) => Number(part ?? 0));
+  const [fraction = '', zone = 'Z'] = m.slice(7);
+  if (hour > 23 || minute > 59 || second > 59) return null;
+  let offset = 0;
+  if (zone !== 'Z') {
+    const [zoneHours, zoneMinutes] = [Number(zone.slice(1, 3)), Number(zone.slice(4, 6))];
+    if (zoneHours > 23 || zoneMinutes > 59) return null;
+    offset = (zone.startsWith('-') ? -1 : 1) * (zoneHours * 60 + zoneMinutes);
+  }
+  // setUTCFullYear, not Date.UTC, which reads the years 0-99 as 1900-1999
+  const t = new Date(0);
+  t.setUTCFullYear(year, month - 1, day);
+  if (t.getUTCFullYear() !== year || t.getUTCMonth() !== month - 1 || t.getUTCDate() !== day) return null;
+  t.setUTCHours(hour, minute - offset, second, Number(fraction.padEnd(3, '0').slice(0, 3)));
+  return t;
 }
 
 /**
@@ -90,8 +114,8 @@ export const TIME_FILTER_YEARS = { min: 1970, max: 9999 } as const;
 
 const timestamp = str(40).superRefine((v, ctx) => {
   const t = parseTime(v);
-  if (Number.isNaN(t.getTime())) {
-    ctx.addIssue({ code: 'custom', message: 'must be an ISO date or date-time' });
+  if (t === null) {
+    ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00, Z or ±hh:mm optional) of a real calendar day' });
   } else if (t.getUTCFullYear() < TIME_FILTER_YEARS.min || t.getUTCFullYear() > TIME_FILTER_YEARS.max) {
     ctx.addIssue({ code: 'custom', message: `must be a time in the years ${TIME_FILTER_YEARS.min} to ${TIME_FILTER_YEARS.max} (UTC)` });
   }
@@ -112,14 +136,16 @@ const ipFilter = str(100).trim().superRefine((v, ctx) => {
  * these keys). Strict: a misspelled filter (`usr`, `user[]`) would otherwise be dropped and
  * the whole log answered as if it had matched.
  */
+const TIME_FILTER = 'An ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T12:00`, seconds and a fraction optional, then `Z`, `±hh:mm` or nothing for UTC) of a real calendar day, in the years 1970 to 9999 (UTC); anything else is 400 `validation_error`.';
+
 export const auditQuery = z.object({
-  user: str(200).trim().optional(),
+  user: str(200).trim().optional().describe('A username (normalized as logins are); digits match that username or the user with that id.'),
   client_id: str(200).trim().optional(),
   action: str(100).trim().optional(),
   outcome: z.enum(['success', 'failure', '']).optional(),
   ip: ipFilter.optional(),
-  from: z.union([timestamp, z.literal('')]).optional(),
-  to: z.union([timestamp, z.literal('')]).optional(),
+  from: z.union([timestamp, z.literal('')]).optional().describe(`${TIME_FILTER} Entries at or after it.`),
+  to: z.union([timestamp, z.literal('')]).optional().describe(`${TIME_FILTER} Entries before it (exclusive); a bare date includes that day.`),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.union([z.string().regex(/^\d{1,18}$/, 'must be the next_cursor of a previous page'), z.literal('')]).optional(),
   format: z.enum(['json', 'csv', 'ndjson']).default('json'),
@@ -144,9 +170,10 @@ export function auditFilterOf(q: AuditQuery): AuditFilter {
   if (q.action) f.action = q.action;
   if (q.outcome) f.outcome = q.outcome;
   if (q.ip) f.ip = normalizeIp(q.ip);
-  if (q.from) f.from = parseTime(q.from);
+  // both were checked by auditQuery (timestamp)
+  if (q.from) f.from = parseTime(q.from)!;
   if (q.to) {
-    const to = parseTime(q.to);
+    const to = parseTime(q.to)!;
     const end = /^\d{4}-\d{2}-\d{2}$/.test(q.to) ? new Date(to.getTime() + 86_400_000) : to;
     // the end of 9999-12-31 is past every time the database can be handed: no upper bound then
     if (end.getUTCFullYear() <= TIME_FILTER_YEARS.max) f.to = end;

@@ -163,6 +163,30 @@ describe('admin API: the audit log', () => {
     }
   });
 
+  it('takes from and to only as ISO 8601 dates and date-times of real calendar days', async () => {
+    const action = unique('test.iso.');
+    await seed(action, [{ username: 'early', at: '2020-02-29T10:00:00Z' }, { username: 'late', at: '2020-03-01T10:00:00Z' }]);
+    for (const q of ['from=11%2F26%2F2026', 'from=Nov%2026%202026', 'to=26%20November%202026', 'from=2020-02-30', 'to=2021-02-29', 'from=2026-13-01',
+      'from=2026-04-31T00:00', 'to=2026-01-01T24:00', 'from=2026-01-01T10:60', 'from=2026-01-01%2010:00', 'from=2026-1-1', 'from=20260101',
+      'from=2026-01-01T10:00%2B24:00', 'to=2020-02-30&format=csv']) {
+      const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
+      expect(res.status, `${q} -> ${res.status}`).toBe(400);
+      expect(res.body.error, q).toBe('validation_error');
+      expect(JSON.stringify(res.body.details), q).toMatch(/ISO 8601/);
+    }
+    expect((await app.http.get('/admin/audit?from=2020-02-30', { headers: { cookie: admin.cookie, accept: 'text/html' } })).status).toBe(400);
+    const get = async (query: string) => {
+      const res = await app.http.get(`/api/admin/audit?action=${action}&${query}`, admin.as);
+      expect(res.status, query).toBe(200);
+      return res.body.entries.map((e: { username: string }) => e.username);
+    };
+    expect(await get('from=2020-02-29&to=2020-02-29'), 'a leap day is a day').toStrictEqual(['early']);
+    expect(await get('from=2020-03-01'), '2020-03-01 is 1 March').toStrictEqual(['late']);
+    expect(await get('from=2020-03-01T10:30%2B01:00'), 'an offset moves the time to UTC').toStrictEqual(['late']);
+    expect(await get('to=2020-02-29T10:00:00.001Z')).toStrictEqual(['early']);
+    expect(await get('to=2020-02-29T10:00:00-00:00')).toStrictEqual([]);
+  });
+
   it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {
     for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe', 'user=%00', 'client_id=a%00b&format=csv', 'action=%00', 'ip=%00']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
