@@ -160,7 +160,7 @@ export const ADMIN_API_ROUTES = [
     query: auditQuery,
     responses: {
       200: {
-        description: 'Newest first: JSON by default; with `format=csv` or `format=ndjson` a download (`Content-Disposition: attachment`)',
+        description: 'By default one page of JSON, newest first; with `format=csv` or `format=ndjson` every matching entry, oldest first, as a download (`Content-Disposition: attachment`)',
         schema: R.auditPage,
         example: { entries: [{ id: 42, at: '2026-01-31T12:00:00.000Z', action: 'token.issue', outcome: 'success', user_id: 7, username: 'alice', client_id: 'shop', ip_address: '203.0.113.9', user_agent: 'curl/8', details: { jti: '9b1f…' } }], next_cursor: null },
         alternatives: [{ mediaType: 'text/csv' }, { mediaType: 'application/x-ndjson' }],

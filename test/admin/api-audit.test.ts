@@ -187,6 +187,19 @@ describe('admin API: the audit log', () => {
     expect(await get('to=2020-02-29T10:00:00-00:00')).toStrictEqual([]);
   });
 
+  it('documents the order of pages (newest first) and exports (oldest first) as they are', async () => {
+    const action = unique('test.order.');
+    await seed(action, [{ username: 'first', at: '2026-01-01T10:00:00Z' }, { username: 'second', at: '2026-01-02T10:00:00Z' }]);
+    const page = await app.http.get(`/api/admin/audit?action=${action}`, admin.as);
+    expect(page.body.entries.map((e: { username: string }) => e.username)).toStrictEqual(['second', 'first']);
+    const nd = await app.http.get(`/api/admin/audit?action=${action}&format=ndjson`, admin.as);
+    expect(nd.text.trimEnd().split('\n').map((l) => JSON.parse(l).username)).toStrictEqual(['first', 'second']);
+    const doc = (await app.http.get('/api/openapi.json')).body;
+    const described = doc.paths['/api/admin/audit'].get.responses['200'].description as string;
+    expect(described).toMatch(/JSON, newest first/);
+    expect(described).toMatch(/`format=csv` or `format=ndjson` every matching entry, oldest first/);
+  });
+
   it('answers 400 for bad filters, 401 without a session and 403 for a non-admin', async () => {
     for (const q of ['limit=0', 'limit=501', 'cursor=abc', 'format=xml', 'from=yesterday', 'outcome=maybe', 'user=%00', 'client_id=a%00b&format=csv', 'action=%00', 'ip=%00']) {
       const res = await app.http.get(`/api/admin/audit?${q}`, admin.as);
