@@ -6,18 +6,22 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
 import { fieldErrorsOf } from './field-errors.ts';
-import { flashNext, renderPage } from './render.ts';
+import { type FlashMessage, flashNext, renderPage } from './render.ts';
 import { securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
 declare module 'express-session' {
   interface SessionData {
     /**
-     * Recovery codes just created, kept only for the one redirect to the page that shows
-     * them; that page removes them, so a reload no longer has them (as client secrets).
+     * Recovery codes just created, which earlier versions kept in the session for the redirect
+     * to the page showing them. Nothing writes it now (the page is the POST's answer, see
+     * `renderRevealed`); a session saved by an earlier version loses it at its next visit.
      */
-    revealedRecoveryCodes?: { codes: string[]; reason: 'enabled' | 'regenerated' };
+    revealedRecoveryCodes?: unknown;
   }
 }
+
+/** Recovery codes just made, shown once in the answer to the form that made them. */
+type Revealed = { codes: string[]; reason: 'enabled' | 'regenerated' };
 
 /** The forms of the page that take a code; each marks its own field. */
 type CodeForm = 'enable' | 'recovery' | 'disable';
@@ -60,12 +64,12 @@ function qrImage(svg: string): string {
 export function accountSecurityHandlers(deps: { auth: AuthService }) {
   const { twoFactor } = deps.auth;
 
-  async function render(req: Request, res: Response, options: { status?: number; form?: CodeForm; error?: unknown } = {}) {
+  async function render(req: Request, res: Response, options: { status?: number; form?: CodeForm; error?: unknown; revealed?: Revealed; flash?: FlashMessage[] } = {}) {
     const user = res.locals.user as UserRecord;
     const status = await twoFactor.status(user);
     const pending = status.totp_enabled ? null : await twoFactor.pendingSetup(user);
-    const revealed = req.session.revealedRecoveryCodes;
-    if (revealed) delete req.session.revealedRecoveryCodes;
+    // codes left in the session by an earlier version (see SessionData above)
+    if (req.session.revealedRecoveryCodes) delete req.session.revealedRecoveryCodes;
     const err = options.error;
     const details = fieldErrorsOf(err);
     // the enable form's password was refused, or left out while the code was given
@@ -80,10 +84,11 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
       totpEnabled: status.totp_enabled,
       recoveryCodesLeft: status.recovery_codes_left,
       pending: pending ? { secret: pending.secret, uri: pending.otpauth_uri, qr: qrImage(pending.qr_svg) } : null,
-      revealed: revealed ?? null,
+      revealed: options.revealed ?? null,
+      shownAt: options.revealed ? `${SECURITY_PATH}#recovery-codes` : null,
     }, {
       status: options.status,
-      flash: message ? [{ type: 'error', text: message }] : [],
+      flash: message ? [{ type: 'error', text: message }] : (options.flash ?? []),
       // the field of the form that was sent is marked, with the page's wording
       fieldErrors: !message || !options.form ? {}
         : aboutPassword ? { enable_password: message }
@@ -92,6 +97,17 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
   }
 
   const show: RequestHandler = (req, res) => render(req, res);
+
+  /**
+   * The page with recovery codes just made, as the answer (200) to the POST that made them.
+   * Never kept in the session for a redirect: sessions are rows in the database (and in its
+   * backups), and a concurrent request saving its older copy of the session would lose them
+   * while the account counts ten unused. `shownAt` lets public/js/account.js put the page's
+   * own address in the history, so a reload is a GET without the codes, not the form again
+   * (as the admin panel does for client secrets, src/admin/panel-clients.ts).
+   */
+  const renderRevealed = (req: Request, res: Response, revealed: Revealed, text: string) =>
+    render(req, res, { revealed, flash: [{ type: 'success', text }] });
 
   const setup: RequestHandler = async (req, res) => {
     await twoFactor.startSetup(res.locals.user as UserRecord, context(req));
@@ -103,17 +119,15 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     const user = res.locals.user as UserRecord;
     await deps.auth.confirmPassword(user, password, { ...context(req), via: 'totp_enable' });
     const { recovery_codes } = await twoFactor.enable(user, code, context(req));
-    req.session.revealedRecoveryCodes = { codes: recovery_codes, reason: 'enabled' };
-    flashNext(req, { type: 'success', text: 'Two-step verification is on. From now on, signing in asks for a code from your app.' });
-    res.redirect(303, `${SECURITY_PATH}#recovery-codes`);
+    await renderRevealed(req, res, { codes: recovery_codes, reason: 'enabled' },
+      'Two-step verification is on. From now on, signing in asks for a code from your app.');
   };
 
   const regenerate: RequestHandler = async (req, res) => {
     const { code } = input(res, securityCodeSchema);
     const { recovery_codes } = await twoFactor.regenerateRecoveryCodes(res.locals.user as UserRecord, code, context(req));
-    req.session.revealedRecoveryCodes = { codes: recovery_codes, reason: 'regenerated' };
-    flashNext(req, { type: 'success', text: 'New recovery codes were created. The old ones no longer work.' });
-    res.redirect(303, `${SECURITY_PATH}#recovery-codes`);
+    await renderRevealed(req, res, { codes: recovery_codes, reason: 'regenerated' },
+      'New recovery codes were created. The old ones no longer work.');
   };
 
   const disable: RequestHandler = async (req, res) => {

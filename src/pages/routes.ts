@@ -123,10 +123,10 @@ export const PAGE_ROUTES = [
   }),
   route({
     method: 'post', path: '/account/security/totp/enable', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
-    summary: 'Turn two-step verification on with a code of the new key and the current password; the recovery codes are shown once on the page that follows',
+    summary: 'Turn two-step verification on with a code of the new key and the current password; the recovery codes are shown once on the page it answers with',
     body: securityEnableSchema, example: { code: '123456', current_password: 'correct horse battery' },
     responses: {
-      303: redirect('To /account/security#recovery-codes'), ...codeRefused,
+      200: html('The security page with the recovery codes, shown this once (never kept in the session)'), ...codeRefused,
       401: html('The current password is wrong: the page again, the password field marked'),
       423: html('Account locked by wrong passwords: the page again, saying for how long'),
     },
@@ -137,7 +137,7 @@ export const PAGE_ROUTES = [
     method: 'post', path: '/account/security/recovery-codes', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'Replace the recovery codes (confirmed with a TOTP or recovery code); the new ones are shown once',
     body: securityCodeSchema, example: { code: '123456' },
-    responses: { 303: redirect('To /account/security#recovery-codes'), ...codeRefused },
+    responses: { 200: html('The security page with the new recovery codes, shown this once (never kept in the session)'), ...codeRefused },
     handle: security.handle((h) => h.regenerate),
     onError: security.onError((h) => h.failed('recovery')),
   }),
