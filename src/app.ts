@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import type { RouteServices } from './routes/declare.ts';
+import { MAX_PASSWORD_BYTES } from './auth/passwords.ts';
 import { fastJsonBody } from './http/fast-json.ts';
 import { apiHeaders, headersByKind, pageHeaders } from './http/security-headers.ts';
 import { authenticateUser } from './http/auth-guards.ts';
@@ -41,6 +42,8 @@ export function createApp(deps: AppDeps): Express {
   app.set('views', VIEWS_DIR);
   // every view reads the organisation's name and logo (checked at config load: local or data: only)
   app.locals.brand = { name: config.BRAND_NAME, logoUrl: config.BRAND_LOGO_URL ?? null };
+  // the forms that set a password say the policy the services check (src/auth/password-policy.ts)
+  app.locals.passwordPolicy = { minLength: config.PASSWORD_MIN_LENGTH, maxBytes: MAX_PASSWORD_BYTES };
   // The app-wide steps every request passes before the routers, named so the fast path of
   // the hot routes (below) runs these very functions.
   const production = config.NODE_ENV === 'production';
