@@ -18,6 +18,9 @@ export interface TwoFactorContext {
 const invalidCode = () => new AppError(400, 'invalid_totp', 'The two-factor code is invalid');
 const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already used. Wait for the next code from your authenticator app.');
 
+/** The refusals of a code (wrong, or a TOTP code already used), audited as failures. */
+const CODE_REFUSALS = new Set(['invalid_totp', 'totp_reused']);
+
 /** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
 export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   const { db, config, events } = deps;
@@ -59,6 +62,22 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
     if (factor === 'reused') throw reusedCode();
     if (!factor) throw invalidCode();
     return factor;
+  }
+
+  /**
+   * Runs a change that a code must prove. A refused code is thrown inside the transaction,
+   * which rolls back with anything written in it, so its failure is audited (as `action`,
+   * outcome failure) after it, as src/links/service.ts request() does. Not counted toward
+   * the sign-in lockout: that counter is the sign-in's own (src/auth/service.ts fail()).
+   */
+  async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username'>, ctx: TwoFactorContext, change: () => Promise<T>): Promise<T> {
+    const refused = await change().catch((err: unknown) => {
+      if (err instanceof AppError && CODE_REFUSALS.has(err.code)) return err;
+      throw err;
+    });
+    if (!(refused instanceof AppError)) return refused;
+    await writeAudit(db, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason: refused.code } });
+    throw refused;
   }
 
   return {
@@ -119,11 +138,11 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
 
     /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */
     async disable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<void> {
-      await db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_disable', user, ctx, () => db.transaction(async (tx) => {
         const factor = await proveEnabledFactor(tx, user, code);
         await setTotpEnabled(tx, user.id, false);
         await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
-      });
+      }));
     },
 
     /**
@@ -132,11 +151,11 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
      */
     async regenerateRecoveryCodes(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
-      await db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_recovery_codes', user, ctx, () => db.transaction(async (tx) => {
         const factor = await proveEnabledFactor(tx, user, code);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_recovery_codes', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
-      });
+      }));
       return { recovery_codes: codes };
     },
 

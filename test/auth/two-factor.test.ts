@@ -178,4 +178,33 @@ describe('TOTP two-factor', () => {
     const off = await app.http.post('/api/user/2fa/disable', { code: recoveryCodes[9] }, { headers });
     expect(off.status, off.text).toBe(200);
   });
+
+  it('audits a refused code when turning it off or making new recovery codes, on the API and the page (not counted toward the lock)', async () => {
+    const { user, secret, headers } = await enrolledUser();
+    const api = await app.http.post('/api/user/2fa/disable', { code: 'aaaaa-bbbbb-ccccc-ddddd' }, { headers });
+    expect(api.body.error).toBe('invalid_totp');
+
+    const page = formSession(app.app);
+    page.cookies.set('auth.sid', headers.cookie.slice('auth.sid='.length));
+    const csrf = hiddenField((await page.get('/account/security')).text, '_csrf');
+    const off = await page.post('/account/security/totp/disable', { _csrf: csrf, code: '000000' === (await totpCode(secret)) ? '111111' : '000000' });
+    expect(off.status).toBe(400);
+    const wrong = await page.post('/account/security/recovery-codes', { _csrf: csrf, code: 'aaaaa-bbbbb-ccccc-ddddd' });
+    expect(wrong.status).toBe(400);
+    const code = await totpCode(secret);
+    await app.services.auth.twoFactor.regenerateRecoveryCodes(user, code, { ipAddress: '127.0.0.1', userAgent: null });
+    const reused = await page.post('/account/security/recovery-codes', { _csrf: csrf, code });
+    expect(reused.text).toContain('That code was already used.');
+
+    const failures = (await auditRows(app, user.username)).filter((r) => r.outcome === 'failure');
+    expect(failures.map((r) => [r.action, r.details.reason])).toStrictEqual([
+      ['user.2fa_disable', 'invalid_totp'],
+      ['user.2fa_disable', 'invalid_totp'],
+      ['user.2fa_recovery_codes', 'invalid_totp'],
+      ['user.2fa_recovery_codes', 'totp_reused'],
+    ]);
+    for (const r of failures) expect(r.ip_address).toBeTruthy();
+    expect((await attemptRow(app, user.username))?.failed_count ?? 0, 'the sign-in counter is the sign-in\'s own').toBe(0);
+    expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
+  });
 });

@@ -160,7 +160,8 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
     expect(await page.locator('[data-field="totp-state"]').innerText()).toBe('Off');
     const audit = await auditRows(app, user.username);
     expect(audit.filter((r) => r.action === 'user.2fa_recovery_codes').map((r) => r.details.with)).toStrictEqual(['recovery']);
-    expect(audit.filter((r) => r.action === 'user.2fa_disable').map((r) => r.details.with)).toStrictEqual(['recovery']);
+    expect(audit.filter((r) => r.action === 'user.2fa_disable' && r.outcome === 'success').map((r) => r.details.with)).toStrictEqual(['recovery']);
+    expect(audit.filter((r) => r.action === 'user.2fa_disable' && r.outcome === 'failure').map((r) => r.details.reason), 'the refused old code').toStrictEqual(['invalid_totp']);
 
     const again = await (await newContext(browser)).newPage();
     await signInPage(again, url, user.username, user.password);
