@@ -105,7 +105,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
      */
     async enable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
-      await db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_enable', user, ctx, () => db.transaction(async (tx) => {
         const state = await findTotpState(tx, user.id);
         if (state?.totp_enabled) throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
         if (!state?.totp_secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup');
@@ -117,7 +117,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
         await events.record(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
-      });
+      }));
       return { recovery_codes: codes };
     },
 

@@ -45,6 +45,8 @@ describe('TOTP two-factor', () => {
     const wrong = await app.http.post('/api/user/2fa/enable', { code: '000000' === (await totpCode(setup.body.secret)) ? '111111' : '000000', current_password: user.password }, { headers });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toBe('invalid_totp');
+    const refused = (await auditRows(app, user.username)).filter((r) => r.action === 'user.2fa_enable' && r.outcome === 'failure');
+    expect(refused.map((r) => r.details.reason), 'the refused code is audited').toStrictEqual(['invalid_totp']);
     expect((await app.http.post('/api/user/2fa/enable', {}, { headers })).body.error).toBe('validation_error');
     const noPassword = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret) }, { headers });
     expect(noPassword.body.error, 'the current password is asked again').toBe('validation_error');
