@@ -268,6 +268,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       if (factor === 'reused' || factor === null) return fail(login, user, 'invalid_totp', input, factor === 'reused');
       twoFactorUsed = true;
     }
+    // A lock set while bcrypt ran (concurrent guesses, one of them this right password) wins:
+    // the right password must not be told apart from the guesses (a must-change 403), nor
+    // change the password of a locked account. Callers that write check again at commit.
+    const raced = await activeLock(db, login);
+    if (raced) return refuseLocked(login, raced.remaining_minutes, input);
     return { user, twoFactorUsed, login };
   }
 

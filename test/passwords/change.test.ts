@@ -82,6 +82,33 @@ describe('changing a password', () => {
     expect((await signIn(app, user.username, NEW_PASSWORD)).res.status, 'the new password works').toBe(200);
   });
 
+  it('a lock set while the right current password is being checked wins: no change of a locked account\'s password, no must-change answer', async () => {
+    const user = await makeUser(app);
+    // the stored hash at a high cost: each check spends a second or more in bcrypt, and the lock
+    // that concurrent wrong guesses would set lands meanwhile
+    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    const lockMeanwhile = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await app.db.query(
+        `INSERT INTO login_attempts (login, failed_count, locked_until, updated_at) VALUES ($1, 3, now() + interval '30 minutes', now())
+         ON CONFLICT (login) DO UPDATE SET failed_count = 3, locked_until = EXCLUDED.locked_until`, [user.username]);
+    };
+    const byLogin = change(undefined, { login: user.username, current_password: user.password, new_password: NEW_PASSWORD });
+    await lockMeanwhile();
+    const changed = await byLogin;
+    expect([changed.status, changed.body.error], changed.text).toStrictEqual([423, 'account_locked']);
+    const hash = (await app.db.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [user.id])).rows[0].password_hash;
+    expect(await bcrypt.compare(user.password, hash), 'the password is unchanged').toBe(true);
+
+    // an administrator's temporary password: the right one must not be told apart from the guesses
+    await app.db.query('DELETE FROM login_attempts WHERE login = $1', [user.username]);
+    await app.db.query('UPDATE users SET must_change_password = true WHERE id = $1', [user.id]);
+    const signIn = app.http.post('/api/auth/login', { login: user.username, password: user.password });
+    await lockMeanwhile();
+    const answer = await signIn;
+    expect([answer.status, answer.body.error], answer.text).toStrictEqual([423, 'account_locked']);
+  });
+
   it('a sign-in still checking the password when the user is deactivated is refused, and stays so once they are active again', async () => {
     const user = await makeUser(app);
     await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
