@@ -1,5 +1,6 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
+import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { tokenOwnerForLogout } from '../sso/service.ts';
@@ -18,7 +19,7 @@ import { createTwoFactor } from './two-factor.ts';
 export const OWN_SYSTEM = 'auth-service';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
-export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable';
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor';
 
 /** A sign-in attempt as the routes hand it over. */
 export interface LoginInput {
@@ -45,7 +46,20 @@ export function metricFailureReason(reason: FailureReason): 'invalid_credentials
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */
 export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'events' | 'metrics'>) {
   const { db, config, signingKeys, events, metrics } = deps;
-  const twoFactor = createTwoFactor(deps);
+  const twoFactor = createTwoFactor(deps, {
+    async assertNotLocked(user) {
+      const lock = await activeLock(db, normalizeUsername(user.username));
+      if (lock) throw accountLocked(lock.remaining_minutes);
+    },
+    async countRefusal(tx, user, ctx) {
+      const login = normalizeUsername(user.username);
+      const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
+      if (!counted.counted || !counted.lockedUntil) return false;
+      await announceLock(tx, login, user, { ...ctx, via: 'two_factor' }, { failedCount: counted.failedCount, lockedUntil: counted.lockedUntil });
+      metrics.lockouts.inc();
+      return true;
+    },
+  });
   prepareDummyHash(config.BCRYPT_COST);
 
   /** Counts a failed attempt (and maybe locks), audits it, emits the events; always throws. */
@@ -63,19 +77,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       await events.record(tx, 'user.login_failed', {
         username: login.slice(0, 200), user_id: user?.id ?? null, ip_address: input.ipAddress, user_agent: input.userAgent ?? '', reason,
       });
-      if (counted.counted && counted.lockedUntil) {
-        await writeAudit(tx, {
-          action: 'user.locked', outcome: 'success', userId: user?.id ?? null, username: login.slice(0, 200),
-          ipAddress: input.ipAddress, userAgent: input.userAgent,
-          details: { via: input.via, locked_until: counted.lockedUntil.toISOString(), failed_count: counted.failedCount },
-        });
-        // user.locked describes an account; a name nobody has is locked just the same, but silently
-        if (user) {
-          await events.record(tx, 'user.locked', {
-            user_id: user.id, email: user.email, ip_address: input.ipAddress, locked_until: counted.lockedUntil.toISOString(),
-          });
-        }
-      }
+      if (counted.counted && counted.lockedUntil) await announceLock(tx, login, user, input, { failedCount: counted.failedCount, lockedUntil: counted.lockedUntil });
       return counted;
     });
     metrics.loginFailures.inc({ reason: metricFailureReason(reason) });
@@ -90,6 +92,27 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     const remaining = outcome.counted ? Math.max(1, config.LOCKOUT_THRESHOLD - outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
     throw new CountedFailure(code, remaining, config.LOCKOUT_MINUTES);
+  }
+
+  /** The failure that locked `login`: audited as user.locked, and announced when it is an account's. */
+  async function announceLock(
+    tx: Queryable,
+    login: string,
+    user: { id: number; email: string } | null,
+    input: { ipAddress: string; userAgent: string | null; via: AuthChannel },
+    counted: { failedCount: number; lockedUntil: Date },
+  ): Promise<void> {
+    await writeAudit(tx, {
+      action: 'user.locked', outcome: 'success', userId: user?.id ?? null, username: login.slice(0, 200),
+      ipAddress: input.ipAddress, userAgent: input.userAgent,
+      details: { via: input.via, locked_until: counted.lockedUntil.toISOString(), failed_count: counted.failedCount },
+    });
+    // user.locked describes an account; a name nobody has is locked just the same, but silently
+    if (user) {
+      await events.record(tx, 'user.locked', {
+        user_id: user.id, email: user.email, ip_address: input.ipAddress, locked_until: counted.lockedUntil.toISOString(),
+      });
+    }
   }
 
   /** An attempt while the name is locked: not counted, not checked, but audited. */

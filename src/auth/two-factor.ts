@@ -3,6 +3,7 @@ import type { Queryable } from '../db/db.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
+import { accountLocked } from './login-errors.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
   claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
@@ -21,8 +22,20 @@ const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already
 /** The refusals of a code (wrong, or a TOTP code already used), audited as failures. */
 const CODE_REFUSALS = new Set(['invalid_totp', 'totp_reused']);
 
+/**
+ * How a change of a signed-in user's two-factor settings takes part in the sign-in lockout
+ * (src/auth/service.ts keeps the counter): a refused code counts as a failed sign-in of the
+ * name, and while the name is locked no code is checked.
+ */
+export interface CodeGuard {
+  /** 423 account_locked while the user's name is locked. */
+  assertNotLocked(user: Pick<UserRecord, 'username'>): Promise<void>;
+  /** Counts a refused code toward the lock; true when this one set it (audited and announced). */
+  countRefusal(tx: Queryable, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext): Promise<boolean>;
+}
+
 /** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
-export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
+export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, guard: CodeGuard) {
   const { db, config, events } = deps;
 
   /**
@@ -65,18 +78,25 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   }
 
   /**
-   * Runs a change that a code must prove. A refused code is thrown inside the transaction,
-   * which rolls back with anything written in it, so its failure is audited (as `action`,
-   * outcome failure) after it, as src/links/service.ts request() does. Not counted toward
-   * the sign-in lockout: that counter is the sign-in's own (src/auth/service.ts fail()).
+   * Runs a change that a code must prove, refused at once (423) while the user's name is
+   * locked. A refused code is thrown inside the transaction, which rolls back with anything
+   * written in it, so its failure is audited (as `action`, outcome failure) after it, as
+   * src/links/service.ts request() does, and counted toward the sign-in lock as a wrong code
+   * at sign-in is: a stolen session cannot guess codes to turn two-factor off or to make
+   * recovery codes of its own any faster than a sign-in could. The refusal that locks is 423.
    */
-  async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username'>, ctx: TwoFactorContext, change: () => Promise<T>): Promise<T> {
+  async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: () => Promise<T>): Promise<T> {
+    await guard.assertNotLocked(user);
     const refused = await change().catch((err: unknown) => {
       if (err instanceof AppError && CODE_REFUSALS.has(err.code)) return err;
       throw err;
     });
     if (!(refused instanceof AppError)) return refused;
-    await writeAudit(db, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason: refused.code } });
+    const locked = await db.transaction(async (tx) => {
+      await writeAudit(tx, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason: refused.code } });
+      return guard.countRefusal(tx, user, ctx);
+    });
+    if (locked) throw accountLocked(config.LOCKOUT_MINUTES, true);
     throw refused;
   }
 

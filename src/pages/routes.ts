@@ -19,6 +19,8 @@ const loginFormAnswers = {
 };
 const formRefused = { 400: pageError('Invalid form: the page again with the problem'), 403: pageError('Missing or wrong CSRF token') };
 const codeRefused = { 400: html('The page again, the code field marked'), 403: pageError('Missing or wrong CSRF token') };
+/** A refused code counts toward the sign-in lock (src/auth/two-factor.ts). */
+const codeLocked = { 423: html('Account locked (by refused codes or wrong passwords): the page again, saying for how long; no code is checked meanwhile') };
 
 /**
  * The server-rendered pages: sign-in for client systems (/sso/login) and for this service
@@ -137,7 +139,7 @@ export const PAGE_ROUTES = [
     method: 'post', path: '/account/security/recovery-codes', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'Replace the recovery codes (confirmed with a TOTP or recovery code); the new ones are shown once',
     body: securityCodeSchema, example: { code: '123456' },
-    responses: { 200: html('The security page with the new recovery codes, shown this once (never kept in the session)'), ...codeRefused },
+    responses: { 200: html('The security page with the new recovery codes, shown this once (never kept in the session)'), ...codeRefused, ...codeLocked },
     handle: security.handle((h) => h.regenerate),
     onError: security.onError((h) => h.failed('recovery')),
   }),
@@ -145,7 +147,7 @@ export const PAGE_ROUTES = [
     method: 'post', path: '/account/security/totp/disable', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'Turn two-step verification off with a TOTP or recovery code (as POST /api/user/2fa/disable)',
     body: securityCodeSchema, example: { code: 'k7m2p-x9qre-4hvtd-wn3ca' },
-    responses: { 303: redirect('To /account/security'), ...codeRefused },
+    responses: { 303: redirect('To /account/security'), ...codeRefused, ...codeLocked },
     handle: security.handle((h) => h.disable),
     onError: security.onError((h) => h.failed('disable')),
   }),

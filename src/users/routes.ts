@@ -51,7 +51,7 @@ export const USER_ROUTES = [
   route({
     method: 'post', path: '/api/user/2fa/enable', tag: 'User', access: 'user', limit: 'user',
     summary: 'Turn two-factor on with one valid code and the current password; returns recovery codes once',
-    description: 'The current password is asked again: a borrowed session or token must not be able to put its own authenticator on the account and lock the owner out. A wrong one counts as a failed sign-in, toward the lock.',
+    description: 'The current password is asked again: a borrowed session or token must not be able to put its own authenticator on the account and lock the owner out. A wrong one, or a refused code, counts as a failed sign-in, toward the lock.',
     body: twoFactorEnableSchema,
     example: { code: '123456', current_password: 'correct horse battery' },
     responses: {
@@ -70,12 +70,15 @@ export const USER_ROUTES = [
   route({
     method: 'post', path: '/api/user/2fa/disable', tag: 'User', access: 'user', limit: 'user',
     summary: 'Turn two-factor off with a TOTP or recovery code',
+    description: 'A refused code counts as a failed sign-in, toward the lock; while the account is locked no code is checked.',
     body: twoFactorCodeSchema,
     example: { code: 'ABCD-EFGH-JKLM' },
     responses: {
       200: { description: 'Disabled', schema: R.totpDisabled, example: { totp_enabled: false } },
       400: err('Invalid body or code (`invalid_totp`, `totp_reused`)', { error: 'invalid_totp', message: 'The two-factor code is invalid' }),
-      401: unauthenticated, 409: err('Two-factor is not enabled'), 429: limited,
+      401: unauthenticated, 409: err('Two-factor is not enabled'),
+      423: err('Account locked: on the refused code that sets the lock ("now locked") and while it lasts', { error: 'account_locked', message: 'Too many failed sign-in attempts: this account is now locked for 30 minutes.', remaining_minutes: 30 }),
+      429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body, user: me }) => {
       await auth.twoFactor.disable(me, body.code, ctx(req));

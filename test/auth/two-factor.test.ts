@@ -53,7 +53,7 @@ describe('TOTP two-factor', () => {
     const wrongPassword = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret), current_password: 'not the password at all' }, { headers });
     expect(wrongPassword.status).toBe(401);
     expect(wrongPassword.body.error).toBe('invalid_credentials');
-    expect(wrongPassword.body.attempts_remaining, 'counted toward the lock').toBe(4);
+    expect(wrongPassword.body.attempts_remaining, 'counted toward the lock, after the refused code').toBe(3);
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled, 'still off').toBe(false);
 
     const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(setup.body.secret), current_password: user.password }, { headers });
@@ -181,7 +181,7 @@ describe('TOTP two-factor', () => {
     expect(off.status, off.text).toBe(200);
   });
 
-  it('audits a refused code when turning it off or making new recovery codes, on the API and the page (not counted toward the lock)', async () => {
+  it('audits a refused code when turning it off or making new recovery codes, on the API and the page, and counts it toward the lock', async () => {
     const { user, secret, headers } = await enrolledUser();
     const api = await app.http.post('/api/user/2fa/disable', { code: 'aaaaa-bbbbb-ccccc-ddddd' }, { headers });
     expect(api.body.error).toBe('invalid_totp');
@@ -206,7 +206,29 @@ describe('TOTP two-factor', () => {
       ['user.2fa_recovery_codes', 'totp_reused'],
     ]);
     for (const r of failures) expect(r.ip_address).toBeTruthy();
-    expect((await attemptRow(app, user.username))?.failed_count ?? 0, 'the sign-in counter is the sign-in\'s own').toBe(0);
+    expect((await attemptRow(app, user.username))?.failed_count, 'each refusal counts as a failed sign-in would').toBe(4);
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
+  });
+  it('locks the name after LOCKOUT_THRESHOLD refused codes on a signed-in session: the last says so (423), then even the right code is refused and two-factor stays on', async () => {
+    const { user, secret, headers } = await enrolledUser();
+    const wrong = async () => ('000000' === (await totpCode(secret)) ? '111111' : '000000');
+    for (let i = 1; i <= 4; i++) {
+      const r = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });
+      expect([r.status, r.body.error], r.text).toStrictEqual([400, 'invalid_totp']);
+    }
+    const fifth = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });
+    expect([fifth.status, fifth.body.error], fifth.text).toStrictEqual([423, 'account_locked']);
+    expect(fifth.body.message).toMatch(/now locked/);
+    const right = await app.http.post('/api/user/2fa/disable', { code: await totpCode(secret) }, { headers });
+    expect([right.status, right.body.error], 'no code is checked while locked').toStrictEqual([423, 'account_locked']);
+    const page = formSession(app.app);
+    page.cookies.set('auth.sid', headers.cookie.slice('auth.sid='.length));
+    const csrf = hiddenField((await page.get('/account/security')).text, '_csrf');
+    const codes = await page.post('/account/security/recovery-codes', { _csrf: csrf, code: await totpCode(secret) });
+    expect(codes.status, 'no recovery codes are made while locked').toBe(423);
+    expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
+    const locked = (await auditRows(app, user.username)).filter((r) => r.action === 'user.locked');
+    expect(locked.map((r) => r.details.via)).toStrictEqual(['two_factor']);
+    expect((await signIn(app, user.username, user.password, { totp: await totpCode(secret) })).res.status, 'sign-ins are locked too').toBe(423);
   });
 });
