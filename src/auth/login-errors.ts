@@ -1,4 +1,6 @@
+import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
+import { activeLock } from './queries.ts';
 
 // The answers of a refused sign-in: what the caller is told, on the API and the pages alike.
 
@@ -68,4 +70,10 @@ export function accountLocked(remainingMinutes: number, now = false): AppError {
     extra: { remaining_minutes: remainingMinutes },
     headers: { 'Retry-After': String(remainingMinutes * 60) },
   });
+}
+
+/** 423 account_locked, with the minutes left, while `login` (normalized) is locked. */
+export async function refuseWhileLocked(q: Queryable, login: string): Promise<void> {
+  const lock = await activeLock(q, login);
+  if (lock) throw accountLocked(lock.remaining_minutes);
 }

@@ -11,8 +11,8 @@ import {
   consumePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword,
 } from './password-queries.ts';
 import { hashPassword } from './passwords.ts';
-import { accountLocked } from './login-errors.ts';
-import { activeLock, resetLoginFailures } from './queries.ts';
+import { refuseWhileLocked } from './login-errors.ts';
+import { resetLoginFailures } from './queries.ts';
 import type { AuthService } from './service.ts';
 import { signOutEverywhere } from './sign-out.ts';
 
@@ -121,8 +121,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       const hash = await hashPassword(newPassword, config.BCRYPT_COST);
       await db.transaction(async (tx) => {
         // a lock set by a concurrent failure while the new password was hashed still wins
-        const raced = await activeLock(tx, user.username);
-        if (raced) throw accountLocked(raced.remaining_minutes);
+        await refuseWhileLocked(tx, user.username);
         await storePassword(tx, user.id, hash, false);
         await resetLoginFailures(tx, user.username);
         await writeAudit(tx, {

@@ -12,7 +12,7 @@ import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { deleteUserSession } from './session-queries.ts';
-import { accountLocked, CountedFailure, PasswordChangeRequired } from './login-errors.ts';
+import { accountLocked, CountedFailure, PasswordChangeRequired, refuseWhileLocked } from './login-errors.ts';
 import { createTwoFactor } from './two-factor.ts';
 
 /** The client_system of events caused by signing in to this service itself. */
@@ -47,10 +47,6 @@ export function metricFailureReason(reason: FailureReason): 'invalid_credentials
 export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys' | 'events' | 'metrics'>) {
   const { db, config, signingKeys, events, metrics } = deps;
   const twoFactor = createTwoFactor(deps, {
-    async assertNotLocked(user) {
-      const lock = await activeLock(db, normalizeUsername(user.username));
-      if (lock) throw accountLocked(lock.remaining_minutes);
-    },
     async countRefusal(tx, user, ctx) {
       const login = normalizeUsername(user.username);
       const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
@@ -84,8 +80,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     if (outcome.counted && outcome.lockedUntil) metrics.lockouts.inc();
     if (!outcome.counted) {
       // a concurrent attempt locked the name while this one was being checked
-      const lock = await activeLock(db, login);
-      if (lock) throw accountLocked(lock.remaining_minutes);
+      await refuseWhileLocked(db, login);
     }
     // the attempt that locks learns it now, not at the next try with the right password
     if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES, true);
@@ -160,8 +155,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
       const changed = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure in the meantime still wins
-        const raced = await activeLock(tx, login);
-        if (raced) throw accountLocked(raced.remaining_minutes);
+        await refuseWhileLocked(tx, login);
         // bcrypt took a quarter of a second: a password change or reset, or a deactivation,
         // committed meanwhile signed the user out everywhere, and this sign-in must not
         // outlive it with the old password (its row is locked until this commits)

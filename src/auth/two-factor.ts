@@ -3,7 +3,8 @@ import type { Queryable } from '../db/db.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { accountLocked } from './login-errors.ts';
+import { normalizeUsername } from '../users/username.ts';
+import { accountLocked, refuseWhileLocked } from './login-errors.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
   claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
@@ -23,13 +24,10 @@ const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already
 const CODE_REFUSALS = new Set(['invalid_totp', 'totp_reused']);
 
 /**
- * How a change of a signed-in user's two-factor settings takes part in the sign-in lockout
- * (src/auth/service.ts keeps the counter): a refused code counts as a failed sign-in of the
- * name, and while the name is locked no code is checked.
+ * How a refused code of a signed-in user counts toward the sign-in lockout, whose counter
+ * src/auth/service.ts keeps: as a failed sign-in of the name.
  */
 export interface CodeGuard {
-  /** 423 account_locked while the user's name is locked. */
-  assertNotLocked(user: Pick<UserRecord, 'username'>): Promise<void>;
   /** Counts a refused code toward the lock; true when this one set it (audited and announced). */
   countRefusal(tx: Queryable, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext): Promise<boolean>;
 }
@@ -86,7 +84,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
    * recovery codes of its own any faster than a sign-in could. The refusal that locks is 423.
    */
   async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: () => Promise<T>): Promise<T> {
-    await guard.assertNotLocked(user);
+    await refuseWhileLocked(db, normalizeUsername(user.username));
     const refused = await change().catch((err: unknown) => {
       if (err instanceof AppError && CODE_REFUSALS.has(err.code)) return err;
       throw err;
