@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logging/logger.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
+import { startAppBehindProxy } from '../helpers/proxied-app.ts';
 import { freePort } from '../helpers/http.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
@@ -59,30 +60,18 @@ function expectOutageLog(entries: Array<Record<string, any>>) {
 describe.skipIf(!onPostgres && 'PostgreSQL only')('a PostgreSQL outage', () => {
   let proxy: TcpProxy;
   let app: TestApp;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   let log: ReturnType<typeof capturedLogger>;
   let f: Fixture;
   beforeAll(async () => {
-    const t = await createTestDatabase();
-    drop = t.drop;
-    await t.db.close();
-    const target = new URL(t.url!);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     log = capturedLogger();
     // The service's pool reaches PostgreSQL only through the proxy; a short connect bound so
-    // the "hanging server" case answers quickly.
-    const db = openPostgres(proxy.urlFor(t.url!), { connectTimeoutMs: 1000 });
-    // a sweep every 100 ms: the background work meets the outage too
-    app = await startTestApp({ TOKEN_SWEEP_INTERVAL_MS: '100' }, { db, databaseUrl: proxy.urlFor(t.url!), logger: log.logger });
+    // the "hanging server" case answers quickly. A sweep every 100 ms: the background work
+    // meets the outage too.
+    ({ app, proxy, close } = await startAppBehindProxy({ TOKEN_SWEEP_INTERVAL_MS: '100' }, { pool: { connectTimeoutMs: 1000 }, logger: log.logger }));
     f = { client: await makeClient(app), user: await makeUser(app) };
   });
-  afterAll(async () => {
-    await proxy.restore();
-    await app.db.close().catch(() => {});
-    await app.close();
-    await proxy.close();
-    await drop();
-  });
+  afterAll(() => close());
 
   it('answers token, validation and login with 503 and Retry-After, then succeeds again within a second of recovery', async () => {
     const issued = await app.http.post('/api/sso/token', { ...creds(f.client), username: f.user.username });

@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { createTestDatabase, onPostgres } from '../helpers/db.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { startAppBehindProxy } from '../helpers/proxied-app.ts';
+import type { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 type Fixture = { client: Awaited<ReturnType<typeof makeClient>>; user: Awaited<ReturnType<typeof makeUser>> };
 const creds = (c: Fixture['client']) => ({ client_id: c.client_id, client_secret: c.client_secret });
@@ -34,28 +35,14 @@ describe.skipIf(!onPostgres && 'PostgreSQL only')('a statement bounded by DATABA
   let app: TestApp;
   let proxy: TcpProxy;
   let url: string;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   let f: Fixture;
   beforeAll(async () => {
-    const t = await createTestDatabase();
-    drop = t.drop;
-    await migrate(t.db);
-    await t.db.close();
-    url = t.url!;
-    const target = new URL(url);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     // the service reaches PostgreSQL through the proxy, with a bound of one second
-    const db = openPostgres(proxy.urlFor(url), { statementTimeoutMs: 1000, connectTimeoutMs: 1000 });
-    app = await startTestApp({ DATABASE_STATEMENT_TIMEOUT: '1s' }, { db, databaseUrl: proxy.urlFor(url) });
+    ({ app, proxy, url, close } = await startAppBehindProxy({ DATABASE_STATEMENT_TIMEOUT: '1s' }, { pool: { statementTimeoutMs: 1000, connectTimeoutMs: 1000 } }));
     f = { client: await makeClient(app), user: await makeUser(app) };
   });
-  afterAll(async () => {
-    await proxy.restore();
-    await app.db.close().catch(() => {});
-    await app.close();
-    await proxy.close();
-    await drop();
-  });
+  afterAll(() => close());
 
   /** A session of an operator's holding `sql`'s lock until `release()`. */
   async function holdLock(sql: string): Promise<{ release(): Promise<void> }> {

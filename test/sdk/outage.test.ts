@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 // Through the package's own export map, as a client system imports it.
 import { createSsoClient, SsoError } from 'auth-service/client';
-import { openPostgres } from '../../src/db/postgres.ts';
 import { startTestApp } from '../helpers/app.ts';
-import { createTestDatabase, onPostgres } from '../helpers/db.ts';
+import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { startAppBehindProxy } from '../helpers/proxied-app.ts';
 
 /** A fetch that counts the calls to each path and can act after each answer. */
 function countingFetch(after?: (res: Response) => Promise<void>) {
@@ -56,11 +55,7 @@ describe('the client SDK during an outage', () => {
   });
 
   it.skipIf(!onPostgres && 'PostgreSQL only')('gets the token once PostgreSQL is back between two attempts', async () => {
-    const t = await createTestDatabase();
-    const target = new URL(t.url!);
-    await t.db.close();
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const app = await startTestApp({}, { db: openPostgres(proxy.urlFor(t.url!)) });
+    const { app, proxy, close } = await startAppBehindProxy();
     try {
       const client = await makeClient(app);
       const user = await makeUser(app);
@@ -76,11 +71,7 @@ describe('the client SDK during an outage', () => {
       expect(counting.calls.get('/api/sso/token')).toBe(2);
       expect((await sso.validateToken(issued.token)).valid).toBe(true);
     } finally {
-      await proxy.restore();
-      await app.db.close().catch(() => {});
-      await app.close();
-      await proxy.close();
-      await t.drop();
+      await close();
     }
   });
 });
