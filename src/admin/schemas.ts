@@ -82,7 +82,8 @@ const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d
  * optional, then `Z`, a `±hh:mm` offset or nothing) of a real calendar day; null for anything
  * else. Without a zone (as <input type=datetime-local> sends it) it is UTC, as the panel shows
  * times. Not Date.parse: that also reads `11/26/2026` or `Nov 26 2026` (in the server's time
- * zone) and rolls `2020-02-30` over to 1 March.
+ * zone) and rolls `2020-02-30` over to 1 March. Nor zod's z.iso.datetime: it refuses an offset
+ * after minutes without seconds (`2026-01-31T12:00+02:00`), which this filter has accepted.
  */
 function parseTime(v: string): Date | null {
   const m = ISO_TIME.exec(v);
