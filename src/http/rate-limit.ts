@@ -1,5 +1,6 @@
-import type { Request, RequestHandler } from 'express';
-import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
+import { hash } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { ipKeyGenerator, rateLimit, type RateLimitInfo, type Store } from 'express-rate-limit';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
@@ -42,6 +43,49 @@ class RecoveringRedisStore extends RedisStore {
   }
 }
 
+/** Every limit counts the requests of one minute. */
+const WINDOW_MS = 60_000;
+
+/** What express-rate-limit puts on the request it counted (its requestPropertyName). */
+const infoOf = (req: Request): RateLimitInfo => (req as Request & { rateLimit: RateLimitInfo }).rateLimit;
+
+/** Partition keys kept at most; past it the memo starts again (keys by IP address are unbounded). */
+const PARTITION_KEYS_KEPT = 10_000;
+
+/**
+ * The IETF draft-8 `RateLimit` and `RateLimit-Policy` headers of limiter `name`, written
+ * exactly as express-rate-limit's `standardHeaders: 'draft-8'` writes them
+ * (node_modules/express-rate-limit/dist/index.mjs, setDraft8Headers; test/http/rate-limit-headers.test.ts
+ * compares the two), but for one thing: the partition key, the first 12 hex digits of the
+ * counter key's SHA-256 in base64, is kept per key instead of hashed on every request. The
+ * library hashes it anew each time, and on the hot routes, whose keys are a handful of
+ * client ids, that hash and its header appends were a twentieth of a validation's CPU time
+ * (docs/performance.md).
+ */
+function draft8Headers(name: string, windowMs: number): (res: Response, info: RateLimitInfo) => void {
+  const windowSeconds = Math.ceil(windowMs / 1000);
+  const partitionKeys = new Map<string, string>();
+  const partitionKey = (key: string): string => {
+    let pk = partitionKeys.get(key);
+    if (pk === undefined) {
+      if (partitionKeys.size >= PARTITION_KEYS_KEPT) partitionKeys.clear();
+      pk = Buffer.from(hash('sha256', key, 'hex').slice(0, 12)).toString('base64');
+      partitionKeys.set(key, pk);
+    }
+    return pk;
+  };
+  const put = (res: Response, field: string, value: string): void => {
+    if (res.hasHeader(field)) res.append(field, value); // the library appends; on our routes nothing set it before
+    else res.setHeader(field, value);
+  };
+  return (res, info) => {
+    if (res.headersSent) return;
+    const resetSeconds = info.resetTime ? Math.max(0, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000)) : windowSeconds;
+    put(res, 'RateLimit', `"${name}"; r=${info.remaining}; t=${resetSeconds}`);
+    put(res, 'RateLimit-Policy', `"${name}"; q=${info.limit}; w=${windowSeconds}; pk=:${partitionKey(info.key)}:`);
+  };
+}
+
 /** The rate limits (docs/contract.md, "Limits"), as Express middleware. */
 export interface RateLimiters {
   /** Login endpoints, per IP address. */
@@ -75,11 +119,12 @@ export function createRateLimiters(
       ? new RecoveringRedisStore({ prefix: `auth-rl:${prefix}:`, sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply> })
       : undefined;
 
-  const limiter = (name: string, limit: number, key: (req: Request, res: { locals: Record<string, unknown> }) => string): RequestHandler =>
-    rateLimit({
-      windowMs: 60_000,
+  const limiter = (name: string, limit: number, key: (req: Request, res: { locals: Record<string, unknown> }) => string): RequestHandler => {
+    const headers = draft8Headers(name, WINDOW_MS);
+    const counted = rateLimit({
+      windowMs: WINDOW_MS,
       limit,
-      standardHeaders: 'draft-8',
+      standardHeaders: false, // written by `headers`, as the library's 'draft-8' writes them (see draft8Headers)
       legacyHeaders: false,
       store: store(name),
       identifier: name,
@@ -91,8 +136,9 @@ export function createRateLimiters(
         error: (err: unknown, message?: string) => logger?.warn({ outage: outageCause(err) ?? String(err) }, message ?? 'rate limiter store failed'),
         warn: (err: unknown, message?: string) => logger?.warn({ outage: outageCause(err) ?? String(err) }, message ?? 'rate limiter store warning'),
       },
-      handler: (req, _res, next) => {
-        const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+      handler: (req, res, next) => {
+        headers(res, infoOf(req));
+        const reset = infoOf(req).resetTime;
         metrics?.rateLimited.inc({ limiter: name });
         const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
         next(new AppError(429, 'rate_limited', 'Too many requests; try again later', {
@@ -101,6 +147,12 @@ export function createRateLimiters(
         }));
       },
     });
+    // the answer of a counted request that is under the limit carries the headers too
+    return (req, res, next) => counted(req, res, (err?: unknown) => {
+      if (err === undefined) headers(res, infoOf(req));
+      next(err as Error | undefined);
+    });
+  };
 
   return {
     login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => ipKeyGenerator(clientIp(req))),
