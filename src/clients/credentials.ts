@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A new client secret: 32 random bytes, base64url (43 characters). */
 export function generateClientSecret(): string {
@@ -10,12 +10,20 @@ export function generateClientSecret(): string {
  * paths check it on every call.
  */
 export function hashClientSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
+}
+
+/**
+ * The same SHA-256 as bytes. crypto.hash is the one-shot form: no Hash object per call, half
+ * the time of createHash's for a secret's 43 characters (the hot routes check one per request).
+ */
+function secretDigest(secret: string): Buffer {
+  return hash('sha256', secret, 'buffer');
 }
 
 /** Constant-time comparison of a presented secret with a stored hash. */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  return matchesHash(Buffer.from(hashClientSecret(secret), 'hex'), storedHash);
+  return matchesHash(secretDigest(secret), storedHash);
 }
 
 /**
@@ -24,7 +32,7 @@ export function secretMatches(secret: string, storedHash: string): boolean {
  * with every slot in constant time, so the answer takes as long whichever matched.
  */
 export function secretMatchesAny(secret: string, storedHashes: ReadonlyArray<string | null>): boolean {
-  const presented = Buffer.from(hashClientSecret(secret), 'hex');
+  const presented = secretDigest(secret);
   let ok = false;
   for (const stored of storedHashes) ok = matchesHash(presented, stored ?? NO_HASH) || ok;
   return ok;
@@ -34,8 +42,27 @@ export function secretMatchesAny(secret: string, storedHashes: ReadonlyArray<str
 const NO_HASH = '0'.repeat(64);
 
 function matchesHash(presented: Buffer, storedHash: string): boolean {
-  const stored = Buffer.from(storedHash, 'hex');
+  const stored = storedBytes(storedHash);
   return presented.length === stored.length && timingSafeEqual(presented, stored);
+}
+
+/** Stored hashes' bytes kept at most; past it the memo starts again. */
+const STORED_KEPT = 1000;
+const storedByHex = new Map<string, Buffer>();
+
+/**
+ * The bytes of a stored hash, decoded once: the hot routes compare every request's secret
+ * with the same few clients' hashes, and decoding both slots' hex each time cost as much as
+ * hashing the secret. The buffers are only ever read.
+ */
+function storedBytes(storedHash: string): Buffer {
+  let bytes = storedByHex.get(storedHash);
+  if (bytes === undefined) {
+    if (storedByHex.size >= STORED_KEPT) storedByHex.clear();
+    bytes = Buffer.from(storedHash, 'hex');
+    storedByHex.set(storedHash, bytes);
+  }
+  return bytes;
 }
 
 /** What is shown instead of a secret after creation: dots and its last four characters. */
