@@ -51,6 +51,16 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
                              AUDIT_RETENTION), expired sessions and ended failed-login counters;
                              --dry-run only counts`;
 
+/**
+ * Whether the command only reads: it runs on the database as it is, and is refused on one
+ * that has not been migrated, instead of creating the schema there (a shell pointed at the
+ * wrong database would otherwise get the service's tables from a `client list`).
+ */
+export function readOnlyCommand(args: ParsedArgs): boolean {
+  const key = args.words.slice(0, 2).join(' ');
+  return key === 'client list' || key === 'link list' || (key === 'prune' && args.options['dry-run'] === true);
+}
+
 function required(args: ParsedArgs, name: string): string {
   const v = args.options[name];
   if (typeof v !== 'string' || v.trim() === '') throw new AppError(400, 'usage', `--${name} is required`);

@@ -3,12 +3,12 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { Db } from '../db/db.ts';
-import { migrate } from '../db/migrate.ts';
+import { migrate, pendingMigrations } from '../db/migrate.ts';
 import { describeDatabase, openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { loadSigningKeys } from '../sso/keys.ts';
-import { offlineCommand, runCommand, USAGE } from './commands.ts';
+import { offlineCommand, readOnlyCommand, runCommand, USAGE } from './commands.ts';
 
 /** Where the command line writes, and what it reads its configuration from. */
 export interface CliIo {
@@ -85,13 +85,24 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (!io.db) io.stderr(`admin: using ${describeDatabase(config)}\n`);
   const db = io.db ?? (await openDatabase(config, { serve: false }));
   try {
-    await migrate(db);
+    const args = { words: positionals, options: values };
+    if (readOnlyCommand(args)) await refuseUnmigrated(db);
+    else await migrate(db); // as the service does at start: a writing command brings the schema up to date first
     const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKeys: await loadSigningKeys(config) });
-    const result = await runCommand(services, { words: positionals, options: values });
+    const result = await runCommand(services, args);
     io.stdout(values.json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
     if (result.notice) io.stderr(`${result.notice}\n`);
     return 0;
   } finally {
     if (!io.db) await db.close();
   }
+}
+
+/** A read-only command runs only on a database with every migration applied: exit 1 otherwise, nothing written. */
+async function refuseUnmigrated(db: Db): Promise<void> {
+  const pending = await pendingMigrations(db);
+  if (pending.length === 0) return;
+  const what = pending.length === 1 ? `migration ${pending[0]} is` : `${pending.length} migrations (from ${pending[0]}) are`;
+  throw new AppError(409, 'not_migrated', `admin: ${what} not applied to this database. `
+    + 'Check that it is the right one (DATABASE_URL), then run `npm run migrate` or start the service; this command only reads and changes nothing.');
 }

@@ -29,7 +29,7 @@ export function migrationChecksum(sql: string): string {
  */
 export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   await ensureMigrationsTable(db);
-  const files = (await readdir(dir)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
+  const files = await migrationFiles(dir);
   const sources = new Map<string, { sql: string; checksum: string }>();
   for (const name of files) {
     const sql = await readFile(path.join(dir, name), 'utf8');
@@ -50,6 +50,23 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     if (done) applied.push(name);
   }
   return applied;
+}
+
+/** The migrations' file names, in the order they apply. */
+async function migrationFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
+}
+
+/**
+ * The migrations not yet applied to `db`, in order (every one when it has never been
+ * migrated), found without writing anything: for commands that must not create or change a
+ * schema, such as the command line's read-only ones.
+ */
+export async function pendingMigrations(db: Queryable, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = await migrationFiles(dir);
+  if (!(await tableExists(db))) return files;
+  const applied = new Set((await db.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+  return files.filter((f) => !applied.has(f));
 }
 
 /**
@@ -107,7 +124,7 @@ async function verifyChecksums(db: Db, sources: Map<string, { checksum: string }
   });
 }
 
-async function tableExists(db: Db): Promise<boolean> {
+async function tableExists(db: Queryable): Promise<boolean> {
   const r = await db.query(`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`);
   return Boolean((r.rows[0] as { present: boolean }).present);
 }

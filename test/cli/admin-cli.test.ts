@@ -8,8 +8,8 @@ import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { createInstance } from '../../src/service.ts';
 import { startTestApp, TEST_ENV, type TestApp, unique } from '../helpers/app.ts';
-import { admin } from '../helpers/cli.ts';
-import { onPostgres } from '../helpers/db.ts';
+import { admin, captured } from '../helpers/cli.ts';
+import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 import { client as httpClient } from '../helpers/http.ts';
 import { runCli, startServerProcess } from '../helpers/processes.ts';
 
@@ -166,6 +166,31 @@ describe('admin command line with the service running', () => {
 });
 
 describe('admin command line without a running service', () => {
+  it('refuses a read-only command on an unmigrated database and leaves it untouched; a writing command migrates it', async () => {
+    const fresh = await createTestDatabase(); // empty: the wrong database, or one never migrated
+    try {
+      const run = (args: string[]) => captured(runAdmin, args, { env: { ...TEST_ENV }, db: fresh.db });
+      const tables = async () => (await fresh.db.query<{ name: string }>(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'")).rows.map((r) => r.name);
+      for (const command of [['client', 'list'], ['link', 'list', '--json'], ['prune', '--dry-run']]) {
+        const r = await run(command);
+        expect(r.code, `${command.join(' ')}: ${r.stderr}`).toBe(1);
+        expect(r.stderr).toMatch(/migrations \(from 0001_\w+\.sql\) are not applied to this database.*npm run migrate/);
+        expect(r.stdout).toBe('');
+      }
+      expect(await tables(), 'nothing was created').toStrictEqual([]);
+
+      const created = await run(['client', 'create', '--name', 'Migrating', '--callback-url', 'https://m.example/cb', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      expect(await tables()).toContain('schema_migrations');
+      const listed = await run(['client', 'list', '--json']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).map((c: { client_id: string }) => c.client_id)).toContain(JSON.parse(created.stdout).client_id);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   it.skipIf(onPostgres)('opens the embedded database directly, and the service then sees the data', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-cli-'));
     const env = { ...TEST_ENV, DATABASE_URL: '', DATA_DIR: dataDir };
