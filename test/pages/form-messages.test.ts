@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeUser } from '../helpers/factories.ts';
+import { send } from '../helpers/http.ts';
+import { formSession, hiddenField } from './form-session.ts';
+
+/**
+ * A value of the wrong type is refused in words a person reads (src/http/validate.ts), never
+ * with zod's default text ("Invalid input: expected string, received array"): on a page, a
+ * form field sent twice; in an API answer's details, a missing, repeated or mistyped field.
+ */
+describe('messages for values of the wrong type', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('a page form with a field sent twice says to give one value', async () => {
+    const user = await makeUser(app);
+    const s = formSession(app.app);
+    const login = await s.get('/login');
+    expect((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: user.password })).status).toBe(303);
+    const form = await s.get('/account/password');
+    const body = new URLSearchParams([
+      ['_csrf', hiddenField(form.text, '_csrf')],
+      ['current_password', user.password],
+      ['new_password', 'four unrelated words here'],
+      ['new_password', 'four unrelated words there'],
+      ['confirm_password', 'four unrelated words here'],
+    ]).toString();
+    const cookie = [...s.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const r = await send(app.app, '/account/password', {
+      method: 'POST', body, headers: { accept: 'text/html', cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(r.status, r.text.slice(0, 300)).toBe(400);
+    expect(r.text).toContain('Give one value, not a list');
+    expect(r.text).not.toMatch(/Invalid input|expected string|received array/);
+  });
+
+  it('an API answer names what was wrong with each field in words', async () => {
+    const r = await app.http.post('/api/auth/login', { login: ['alice', 'bob'], password: 5 });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error).toBe('validation_error');
+    expect(r.body.details).toStrictEqual([
+      { path: 'login', message: 'Give one value, not a list' },
+      { path: 'password', message: 'Must be text, not a number' },
+    ]);
+    const missing = await app.http.post('/api/auth/login', { login: 'alice' });
+    expect(missing.body.details).toStrictEqual([{ path: 'password', message: 'Required' }]);
+  });
+});
