@@ -5,6 +5,7 @@ import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';
+import { isUniqueViolation } from '../db/db.ts';
 import { createClientCache } from './cache.ts';
 import { findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 import type { ClientRecord } from './client.ts';
@@ -142,8 +143,9 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       const clientId = input.clientId ?? generateClientId(input.name);
       const secret = generateClientSecret();
       // the database audits the new client and enqueues client.registered (its trigger)
+      const exists = () => new AppError(409, 'client_exists', `Client ${clientId} already exists`);
       const client = await refusedAsBadInput(() => db.transaction(async (tx) => {
-        if (await findClient(tx, clientId)) throw new AppError(409, 'client_exists', `Client ${clientId} already exists`);
+        if (await findClient(tx, clientId)) throw exists();
         await setChangeActor(tx, changeActor(actor));
         const created = await insertClient(tx, {
           clientId,
@@ -156,6 +158,9 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         });
         events.written(tx); // client.registered, by the trigger
         return created;
+      }).catch((err: unknown) => {
+        if (isUniqueViolation(err)) throw exists(); // created by another request since the check
+        throw err;
       }));
       return { client, secret };
     },
@@ -170,7 +175,8 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       const secret = generateClientSecret();
       // audited by the database as client.rotate_secret
       const client = await db.transaction(async (tx) => {
-        const current = await findClient(tx, clientId);
+        // locked: a rotation at the same moment waits, then sees this one's previous secret
+        const current = await findClient(tx, clientId, { lock: true });
         if (!current) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
         // A second rotation with a grace while one is running would drop the secret the client
         // system may still use (only one previous secret is kept): finish or cancel it first.

@@ -83,3 +83,11 @@ export interface Db extends Queryable {
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
+
+/**
+ * Whether `err` is PostgreSQL's unique_violation (23505): a row inserted at the same moment
+ * by another request won the race a check-then-insert cannot close by itself.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '23505';
+}

@@ -6,7 +6,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
-import type { Queryable } from '../db/db.ts';
+import { isUniqueViolation, type Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { linkNameInUse } from '../links/queries.ts';
 import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, type ProfileFields, setUserActive, updateUserProfile } from './queries.ts';
@@ -96,6 +96,10 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           ipAddress: actor.ipAddress ?? null, details: { via: actor.via, actor: actor.username ?? null },
         });
         return user;
+      }).catch((err: unknown) => {
+        // created by another request since the check
+        if (isUniqueViolation(err)) throw new AppError(409, 'username_taken', `The username ${username} is taken`);
+        throw err;
       });
     },
 

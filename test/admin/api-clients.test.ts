@@ -166,3 +166,30 @@ describe('admin API: client systems', () => {
     expect(Array.isArray(res.body)).toBeTruthy();
   });
 });
+
+/** Creations racing for one name: the check before the insert cannot see a row another request has not committed yet. */
+describe('admin API: creating the same client or user at once', () => {
+  let app: TestApp;
+  let admin: SignedIn;
+  beforeAll(async () => {
+    app = await startTestApp({ RATE_LIMIT_USER_PER_MIN: '1000' });
+    admin = await signedIn(app, 'admin');
+  });
+  afterAll(() => app?.close());
+
+  it('answers one 201 and 409s, never a 500, for 20 creations of one client id or one username', async () => {
+    for (let round = 0; round < 3; round++) {
+      const clientId = unique('race').toLowerCase().replace(/[^a-z0-9_-]/g, '');
+      const clients = await Promise.all(Array.from({ length: 20 }, () =>
+        app.http.post('/api/admin/clients', { client_id: clientId, client_name: 'Race', callback_url: 'https://race.example/cb' }, admin.as)));
+      expect(clients.map((r) => r.status).sort(), clients.filter((r) => r.status !== 409).map((r) => r.text).join('\n')).toStrictEqual([201, ...Array(19).fill(409)]);
+      for (const r of clients.filter((c) => c.status === 409)) expect(r.body.error).toBe('client_exists');
+
+      const username = unique('racer').toLowerCase();
+      const users = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+        app.http.post('/api/admin/users', { username, email: `racer${i}@example.com`, password: 'a long enough passphrase' }, admin.as)));
+      expect(users.map((r) => r.status).sort(), users.filter((r) => r.status !== 409).map((r) => r.text).join('\n')).toStrictEqual([201, ...Array(19).fill(409)]);
+      for (const r of users.filter((u) => u.status === 409)) expect(r.body.error).toBe('username_taken');
+    }
+  });
+});
