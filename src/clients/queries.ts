@@ -11,8 +11,8 @@ const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
-export async function findClient(q: Queryable, clientId: string): Promise<ClientRecord | null> {
-  const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
+export async function findClient(q: Queryable, clientId: string, options: { lock?: boolean } = {}): Promise<ClientRecord | null> {
+  const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1${options.lock ? ' FOR UPDATE' : ''}`, [clientId]);
   return r.rows[0] ?? null;
 }
 

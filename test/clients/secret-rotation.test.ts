@@ -104,6 +104,18 @@ describe('client secret rotation', () => {
     expect(await works(client.client_id, client.client_secret), 'nothing was rotated').toBe(true);
   });
 
+  it('lets one of two rotations with a grace at once through; the other is 409 and the first secret keeps working', async () => {
+    for (let round = 0; round < 5; round++) {
+      const client = await makeClient(app);
+      const path = `/api/admin/clients/${client.client_id}/rotate-secret`;
+      const both = await Promise.all([app.http.post(path, { grace_seconds: 3600 }, administrator.as), app.http.post(path, { grace_seconds: 3600 }, administrator.as)]);
+      expect(both.map((r) => r.status).sort(), both.map((r) => r.text).join('\n')).toStrictEqual([200, 409]);
+      expect(both.find((r) => r.status === 409)!.body.error).toBe('rotation_in_progress');
+      expect(await works(client.client_id, client.client_secret), 'the original secret, in its grace').toBe(true);
+      expect(await works(client.client_id, both.find((r) => r.status === 200)!.body.client_secret)).toBe(true);
+    }
+  });
+
   it('takes grace_seconds in the body of the admin API', async () => {
     const client = await makeClient(app);
     const path = `/api/admin/clients/${client.client_id}/rotate-secret`;
