@@ -40,7 +40,7 @@ export async function findResetCandidates(q: Queryable, username: string, email:
  * the user's row is locked, so two requests at once make one link.
  */
 export async function insertPasswordReset(q: Queryable, userId: number, tokenHash: string, ttlSeconds: number, intervalSeconds: number): Promise<boolean> {
-  await q.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId]);
+  await lockUserRow(q, userId);
   const recent = await q.query(
     'SELECT 1 FROM password_resets WHERE user_id = $1 AND created_at > now() - make_interval(secs => $2::int) LIMIT 1',
     [userId, intervalSeconds],
@@ -84,6 +84,11 @@ export async function consumePasswordReset(q: Queryable, tokenHash: string): Pro
 /** Sets a new password hash and activates the user (the demo user's reset, src/demo/seed.ts). */
 export async function storePasswordAndActivate(q: Queryable, userId: number, passwordHash: string): Promise<void> {
   await q.query('UPDATE users SET password_hash = $2, active = true, updated_at = now() WHERE id = $1', [userId, passwordHash]);
+}
+
+/** Locks the user's row for the rest of the transaction. */
+export async function lockUserRow(q: Queryable, userId: number): Promise<void> {
+  await q.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId]);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { assertPasswordAllowed } from './password-policy.ts';
 import {
-  consumePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword,
+  consumePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword, lockUserRow,
 } from './password-queries.ts';
 import { hashPassword } from './passwords.ts';
 import { refuseWhileLocked } from './login-errors.ts';
@@ -33,7 +33,7 @@ const invalidResetToken = () => new AppError(400, 'invalid_reset_token', 'This r
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 /** The stored form of a reset token: it is random enough that SHA-256 suffices (as for client secrets). */
-function hashResetToken(token: string): string {
+export function hashResetToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
@@ -169,6 +169,10 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH, user);
       const hash = await hashPassword(newPassword, config.BCRYPT_COST);
       await db.transaction(async (tx) => {
+        // the user's row first, as every other writer of the user's password and links does:
+        // two links used at once then wait in turn (the second finds its link gone) instead of
+        // each holding its link and waiting for the other's user row (a deadlock)
+        await lockUserRow(tx, user.id);
         if ((await consumePasswordReset(tx, tokenHash)) !== user.id) throw invalidResetToken();
         await storePassword(tx, user.id, hash, false);
         await clearLoginAttempts(tx, user.username);

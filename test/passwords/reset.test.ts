@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashResetToken } from '../../src/auth/password-service.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
@@ -88,6 +90,20 @@ describe('password reset by email (a real SMTP server)', () => {
       app.http.post('/api/auth/password/reset', { token, new_password: 'a different long passphrase' }),
     ]);
     expect(both.map((r) => r.status).sort()).toStrictEqual([200, 400]);
+  });
+
+  it('uses one of several valid links at once: one 200, the others 400, never a deadlock\'s 500', async () => {
+    for (let round = 0; round < 5; round++) {
+      const user = await makeUser(app);
+      // four live links of one user (the mail's pace, PASSWORD_RESET_INTERVAL, is not what is tested here)
+      const tokens = Array.from({ length: 4 }, () => randomBytes(32).toString('base64url'));
+      for (const token of tokens) {
+        await app.db.query("INSERT INTO password_resets (user_id, token_hash, expires_at) VALUES ($1, $2, now() + interval '15 minutes')", [user.id, hashResetToken(token)]);
+      }
+      const answers = await Promise.all(tokens.map((token, i) => app.http.post('/api/auth/password/reset', { token, new_password: `${NEW_PASSWORD} ${i}` })));
+      expect(answers.map((r) => r.status).sort(), answers.map((r) => r.text).join('\n')).toStrictEqual([200, 400, 400, 400]);
+      for (const r of answers.filter((a) => a.status === 400)) expect(r.body.error).toBe('invalid_reset_token');
+    }
   });
 
   it('refuses the link after its lifetime', async () => {
