@@ -133,7 +133,7 @@ export const ADMIN_API_ROUTES = [
       200: { description: 'The changed user', schema: R.adminUser, example: { ...adminUser, must_change_password: true } },
       400: err('Invalid body (`validation_error`), a password the policy refuses (`invalid_password`), or a malformed id (`invalid_id`)'),
       404: noUser,
-      409: err('An administrator cannot take their own admin role or deactivate themselves (`cannot_demote_self`), or the email is taken', { error: 'cannot_demote_self', message: 'You cannot remove your own administrator role or deactivate yourself' }),
+      409: err('An administrator cannot take their own admin role or deactivate themselves (`cannot_demote_self`), the change would leave no active administrator (`last_admin`: two demoting each other at once), or the email is taken', { error: 'cannot_demote_self', message: 'You cannot remove your own administrator role or deactivate yourself' }),
       ...guarded,
     },
     handle: ({ userAdmin }) => async ({ req, res, params, body }) => {

@@ -16,6 +16,7 @@ const FIELD_OF_CODE: Record<string, string> = {
   invalid_password: 'password',
   invalid_role: 'role',
   cannot_demote_self: 'role',
+  last_admin: 'role',
   invalid_url: 'url',
   url_not_allowed: 'url',
   invalid_totp: 'code',

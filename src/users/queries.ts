@@ -95,3 +95,14 @@ export async function updateUserProfile(
   const { was_email: email, was_full_name: fullName, was_role: role, was_active: active, ...after } = row;
   return { ...after, before: { email, full_name: fullName, role, active } };
 }
+
+/** Locks every active administrator's row for the rest of the transaction. */
+export async function lockActiveAdmins(q: Queryable): Promise<void> {
+  await q.query("SELECT id FROM users WHERE role = 'admin' AND active FOR UPDATE");
+}
+
+/** How many active administrators there are. */
+export async function countActiveAdmins(q: Queryable): Promise<number> {
+  const r = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM users WHERE role = 'admin' AND active");
+  return r.rows[0]?.n ?? 0;
+}

@@ -9,7 +9,9 @@ import type { Deps } from '../context.ts';
 import { isUniqueViolation, type Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { linkNameInUse } from '../links/queries.ts';
-import { clearLoginAttempts, findUserById, findUserByUsername, insertUser, type ProfileFields, setUserActive, updateUserProfile } from './queries.ts';
+import {
+  clearLoginAttempts, countActiveAdmins, findUserById, findUserByUsername, insertUser, lockActiveAdmins, type ProfileFields, setUserActive, updateUserProfile,
+} from './queries.ts';
 import type { UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
 
@@ -174,9 +176,16 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         throw new AppError(400, 'invalid_email', 'email is not a valid address');
       }
       assertRoleAndName(patch.role, patch.full_name);
+      const mayEndAdmin = (patch.role !== undefined && patch.role !== 'admin') || patch.active === false;
       return db.transaction(async (tx) => {
+        // Demotions and deactivations take the administrators' rows in turn, so two admins
+        // demoting each other at once cannot both go through and leave none.
+        if (mayEndAdmin) await lockActiveAdmins(tx);
         const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
         if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+        if (mayEndAdmin && (await countActiveAdmins(tx)) === 0) {
+          throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
+        }
         const changed: Partial<ProfileFields> = Object.fromEntries(
           PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
         );

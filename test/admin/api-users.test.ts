@@ -213,3 +213,37 @@ describe('admin API: users', () => {
     }
   });
 });
+
+/** Two administrators demoting each other at once: the service never ends with none. */
+describe('admin API: the last active administrator', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ RATE_LIMIT_USER_PER_MIN: '1000' });
+  });
+  afterAll(() => app?.close());
+
+  const activeAdmins = async () =>
+    (await app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM users WHERE role = 'admin' AND active")).rows[0].n;
+
+  it('lets one of two crossed demotions (or deactivations) through and refuses the other', async () => {
+    for (let round = 0; round < 8; round++) {
+      // two fresh administrators, the only ones
+      await app.db.query("UPDATE users SET role = 'user' WHERE role = 'admin'");
+      const a = await signedIn(app, 'admin');
+      const b = await signedIn(app, 'admin');
+      expect(await activeAdmins()).toBe(2);
+      const change = round % 2 === 0 ? { role: 'user' } : { active: false };
+      const [ab, ba] = await Promise.all([
+        app.http.patch(`/api/admin/users/${b.user.id}`, change, a.as),
+        app.http.patch(`/api/admin/users/${a.user.id}`, change, b.as),
+      ]);
+      expect(await activeAdmins(), `round ${round}: ${ab.status} ${ab.text} / ${ba.status} ${ba.text}`).toBe(1);
+      expect([ab.status, ba.status].filter((s) => s === 200)).toHaveLength(1);
+      // the other was refused as no longer an administrator (403, or 401 once deactivated)
+      // or, having passed that check first, as the last one (409 last_admin)
+      const loser = ab.status === 200 ? ba : ab;
+      expect([401, 403, 409], loser.text).toContain(loser.status);
+      if (loser.status === 409) expect(loser.body.error).toBe('last_admin');
+    }
+  });
+});
