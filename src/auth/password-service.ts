@@ -12,7 +12,7 @@ import {
 } from './password-queries.ts';
 import { hashPassword } from './passwords.ts';
 import { refuseWhileLocked } from './login-errors.ts';
-import { resetLoginFailures } from './queries.ts';
+import { credentialsNow, resetLoginFailures } from './queries.ts';
 import type { AuthService } from './service.ts';
 import { signOutEverywhere } from './sign-out.ts';
 
@@ -122,6 +122,12 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       await db.transaction(async (tx) => {
         // a lock set by a concurrent failure while the new password was hashed still wins
         await refuseWhileLocked(tx, user.username);
+        // the current password was checked before bcrypt's quarter of a second: a change that
+        // committed meanwhile (another of these at once, a reset) made it no longer current
+        await lockUserRow(tx, user.id);
+        const now = await credentialsNow(tx, user.id, user.password_hash);
+        if (now === 'password_changed') throw new AppError(401, 'invalid_credentials', 'The current password was changed meanwhile; sign in with the new one.');
+        if (now === 'inactive') throw new AppError(401, 'unauthenticated', 'Sign in first');
         await storePassword(tx, user.id, hash, false);
         await resetLoginFailures(tx, user.username);
         await writeAudit(tx, {

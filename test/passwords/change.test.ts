@@ -121,6 +121,20 @@ describe('changing a password', () => {
     expect((await app.db.query('SELECT 1 FROM sessions WHERE user_id = $1', [user.id])).rowCount, 'no session to revive').toBe(0);
   });
 
+  it('of several changes at once with the same current password one succeeds; the others are refused, not reported done', async () => {
+    for (let round = 0; round < 4; round++) {
+      const user = await makeUser(app);
+      const { cookie } = await signIn(app, user.username, user.password);
+      const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => change(cookie, { current_password: user.password, new_password: `${NEW_PASSWORD} ${i}` })));
+      const done = answers.flatMap((r, i) => (r.status === 200 ? [i] : []));
+      expect(done, answers.map((r) => `${r.status} ${r.text}`).join('\n')).toHaveLength(1);
+      // the others: the current password no longer is (401), or the lock their failures set (423)
+      for (const r of answers.filter((a) => a.status !== 200)) expect([401, 423], r.text).toContain(r.status);
+      const row = (await app.db.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [user.id])).rows[0];
+      expect(await bcrypt.compare(`${NEW_PASSWORD} ${done[0]}`, row.password_hash), 'the password is the one reported set').toBe(true);
+    }
+  });
+
   it('works with a bearer access token; that token stops working afterwards', async () => {
     const user = await makeUser(app);
     const bearer = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token;
