@@ -124,7 +124,9 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     async enable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
       await auditRefusedCode('user.2fa_enable', user, ctx, () => db.transaction(async (tx) => {
-        const state = await findTotpState(tx, user.id);
+        // locked: a setup at the same moment (a new secret) waits, so the secret turned on is
+        // the one the code was checked against, the one the user's app holds
+        const state = await findTotpState(tx, user.id, { lock: true });
         if (state?.totp_enabled) throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
         if (!state?.totp_secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup');
         if (!looksLikeTotp(code)) throw invalidCode();

@@ -101,6 +101,26 @@ describe('TOTP two-factor', () => {
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(false);
   });
 
+  it('never turns on a secret the code was not checked against: a setup racing an enable is one or the other', async () => {
+    for (let round = 0; round < 25; round++) {
+      const user = await makeUser(app);
+      const { cookie } = await signIn(app, user.username, user.password);
+      const headers = { cookie: cookie! };
+      const first = await app.http.post('/api/user/2fa/setup', undefined, { headers });
+      const code = await totpCode(first.body.secret, -1);
+      // the enable's password check takes bcrypt's time; setups land before, during and after its transaction
+      const enabling = app.http.post('/api/user/2fa/enable', { code, current_password: user.password }, { headers });
+      const setups = [0, 1, 2, 3, 5, 8].map((ms) => new Promise((r) => setTimeout(r, ms)).then(() => app.http.post('/api/user/2fa/setup', undefined, { headers })));
+      const [enabled, ...others] = await Promise.all([enabling, ...setups]);
+      if (enabled.status === 200) {
+        // on with the first secret: no setup replaced it afterwards
+        for (const r of others) expect(r.status === 200 ? `setup replaced the secret after enable: ${r.text}` : r.body.error).toBe('totp_already_enabled');
+      } else {
+        expect(enabled.body.error, enabled.text).toBe('invalid_totp');
+      }
+    }
+  });
+
   it('refuses the login without the code, accepts it with the code, and refuses the same code a second time', async () => {
     const { user, secret } = await enrolledUser();
     const without = await app.http.post('/api/auth/login', { login: user.username, password: user.password });
