@@ -249,7 +249,7 @@ export type ClientService = ReturnType<typeof createClientService>;
 const UNKNOWN_CLIENT_HASH = hashClientSecret('no such client');
 
 /** The format of client ids (also enforced by the database for new ids). */
-const CLIENT_ID = /^[a-z0-9][a-z0-9_-]{2,63}$/;
+export const CLIENT_ID = /^[a-z0-9][a-z0-9_-]{2,63}$/;
 
 /** What the database's audit trigger records about who made a change. */
 function changeActor(actor: Actor): Record<string, unknown> {

@@ -52,6 +52,8 @@ export class ServiceUnavailableError extends AppError {
 export function asServiceUnavailable(err: unknown): ServiceUnavailableError | null {
   if (err instanceof ServiceUnavailableError) return err;
   if (err instanceof AppError) return null;
+  // a body the client stopped sending (raw-body's ECONNABORTED) is the client's doing, not an outage
+  if (typeof (err as { type?: unknown } | null)?.type === 'string' && (err as { type: string }).type in BODY_PARSER_ERRORS) return null;
   const cause = outageCause(err);
   return cause === null ? null : new ServiceUnavailableError(cause, { cause: err });
 }

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import type { ClientService } from '../clients/service.ts';
+import { CLIENT_ID, type ClientService } from '../clients/service.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
@@ -104,7 +104,8 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
     flashNext(req, { type: 'error', text });
     // the link form's field is marked on the card of the system it was for
     const clientId = (req.body as Record<string, unknown> | undefined)?.client_id;
-    if (req.path === '/dashboard/link' && typeof clientId === 'string') {
+    // only an id that could be one: the refused text itself (a NUL, say) cannot be stored in the session
+    if (req.path === '/dashboard/link' && typeof clientId === 'string' && CLIENT_ID.test(clientId)) {
       const errors = fieldErrorsOf(err);
       fieldErrorsNext(req, { [`external_username:${clientId}`]: errors.external_username ?? text });
     }

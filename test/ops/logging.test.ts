@@ -1,3 +1,5 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggableUrl } from '../../src/logging/request-log.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
@@ -134,5 +136,43 @@ describe('structured request logs', () => {
     } finally {
       await app.db.exec('ALTER TABLE clients_moved_away RENAME TO clients');
     }
+  });
+});
+
+/** What a hostile or broken client can send must never read as a failure of the service. */
+describe('client mistakes in the log', () => {
+  let app: LoggedApp;
+  let server: http.Server;
+  let port: number;
+  beforeAll(async () => {
+    app = await startLoggedApp();
+    server = http.createServer(app.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await app.close();
+  });
+
+  it('a body the client stops sending is no outage: no 503, no "service unavailable" warning', async () => {
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: req-aborted-body\r\n\r\n{"login":"a"');
+    await new Promise((r) => setTimeout(r, 100));
+    socket.destroy();
+    for (let i = 0; i < 200 && !app.entries().some((e) => e.req?.id === 'req-aborted-body'); i++) await new Promise((r) => setTimeout(r, 10));
+    const lines = app.entries().filter((e) => e.req?.id === 'req-aborted-body' || e.requestId === 'req-aborted-body');
+    expect(lines.length, 'the request was logged').toBeGreaterThan(0);
+    expect(lines.filter((e) => e.outage !== undefined || e.res?.statusCode === 503), JSON.stringify(lines)).toStrictEqual([]);
+    expect(app.entries().filter((e) => e.msg === 'service unavailable')).toStrictEqual([]);
+  });
+
+  it('a dashboard form with a NUL in its client id, from anyone, is refused without a 500 or an error logged', async () => {
+    const r = await request(`http://127.0.0.1:${port}/dashboard/link`, {
+      method: 'POST', body: 'client_id=a%00b&external_username=x', headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(r.status, r.text.slice(0, 200)).toBeLessThan(500);
+    expect(app.entries().filter((e) => e.level >= 50).map((e) => e.msg)).toStrictEqual([]);
   });
 });
