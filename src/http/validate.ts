@@ -24,7 +24,9 @@ z.config({
     if (issue.code !== 'invalid_type') return undefined;
     if (issue.input === undefined) return 'Required';
     if (Array.isArray(issue.input) && issue.expected !== 'array') return 'Give one value, not a list';
-    return `Must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
+    const wanted = `Must be ${EXPECTED[issue.expected] ?? issue.expected}`;
+    // a number that is not the number wanted (NaN from a coerced "abc", 1.5 for a whole number)
+    return typeof issue.input === 'number' && (issue.expected === 'number' || issue.expected === 'int') ? wanted : `${wanted}, not ${kindOf(issue.input)}`;
   },
 });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
+import { signedIn } from '../admin/support.ts';
 import { send } from '../helpers/http.ts';
 import { formSession, hiddenField } from './form-session.ts';
 
@@ -46,6 +47,10 @@ describe('messages for values of the wrong type', () => {
       { path: 'login', message: 'Give one value, not a list' },
       { path: 'password', message: 'Must be text, not a number' },
     ]);
+    // a number that is not the one wanted is not "a number, not a number"
+    const limits = await app.http.get('/api/admin/audit?limit=abc', (await signedIn(app, 'admin')).as);
+    expect(limits.status, limits.text).toBe(400);
+    expect(limits.body.details?.[0]?.message ?? limits.body.message).not.toMatch(/not a number/);
     const missing = await app.http.post('/api/auth/login', { login: 'alice' });
     expect(missing.body.details).toStrictEqual([{ path: 'password', message: 'Required' }]);
   });
