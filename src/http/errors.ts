@@ -53,7 +53,7 @@ export function asServiceUnavailable(err: unknown): ServiceUnavailableError | nu
   if (err instanceof ServiceUnavailableError) return err;
   if (err instanceof AppError) return null;
   // a body the client stopped sending (raw-body's ECONNABORTED) is the client's doing, not an outage
-  if (typeof (err as { type?: unknown } | null)?.type === 'string' && (err as { type: string }).type in BODY_PARSER_ERRORS) return null;
+  if (bodyParserAnswer(err)) return null;
   const cause = outageCause(err);
   return cause === null ? null : new ServiceUnavailableError(cause, { cause: err });
 }
@@ -68,6 +68,12 @@ const BODY_PARSER_ERRORS: Record<string, [number, string, string]> = {
   'request.size.invalid': [400, 'bad_request', 'Request size did not match Content-Length'],
 };
 
+/** The answer for an error body-parser (or the fast path's reader) raised, by its `type`; undefined for any other error. */
+function bodyParserAnswer(err: unknown): [number, string, string] | undefined {
+  const type = (err as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && Object.hasOwn(BODY_PARSER_ERRORS, type) ? BODY_PARSER_ERRORS[type] : undefined;
+}
+
 /** Turns any error into a JSON answer `{error, message}`; never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (thrown, req, res, _next) => {
@@ -76,6 +82,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     const err = asServiceUnavailable(thrown) ?? thrown;
+    const parserAnswer = bodyParserAnswer(err);
     let status = 500;
     let body: Record<string, unknown>;
     if (err instanceof ServiceUnavailableError) {
@@ -86,8 +93,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       status = err.status;
       body = { error: err.code, message: err.message, ...err.extra };
       for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-    } else if (typeof err?.type === 'string' && BODY_PARSER_ERRORS[err.type]) {
-      const [s, code, message] = BODY_PARSER_ERRORS[err.type];
+    } else if (parserAnswer) {
+      const [s, code, message] = parserAnswer;
       status = s;
       body = { error: code, message };
     } else if (Number.isInteger(err?.status) && err.status >= 400 && err.status < 500) {

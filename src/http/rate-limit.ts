@@ -137,8 +137,9 @@ export function createRateLimiters(
         warn: (err: unknown, message?: string) => logger?.warn({ outage: outageCause(err) ?? String(err) }, message ?? 'rate limiter store warning'),
       },
       handler: (req, res, next) => {
-        headers(res, infoOf(req));
-        const reset = infoOf(req).resetTime;
+        const info = infoOf(req);
+        headers(res, info);
+        const reset = info.resetTime;
         metrics?.rateLimited.inc({ limiter: name });
         const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
         next(new AppError(429, 'rate_limited', 'Too many requests; try again later', {
