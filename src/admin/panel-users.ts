@@ -106,12 +106,13 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
       if (mustChange) {
         throw new AppError(409, 'cannot_require_own_change', 'You cannot require yourself to change your own password at the next sign-in. Set it without that box, or change it at /account/password.');
       }
-      const me = await userAdmin.setPassword(id, { password: form.password, mustChange: false }, actorOf(req, res, 'admin_panel'), req.sessionID);
-      await establishSession(req, me, { twoFactorUsed: req.session.twoFactorUsed === true });
+      const { user: me, credentialsVersion } = await userAdmin.setPassword(id, { password: form.password, mustChange: false }, actorOf(req, res, 'admin_panel'), req.sessionID);
+      // a new password always signs the user out, so there is a new version
+      await establishSession(req, me, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: credentialsVersion! });
       flashNext(req, { type: 'success', text: 'Your password was set. You are still signed in here; every other session of yours has been signed out.' });
       return res.redirect(303, detailUrl(id));
     }
-    const user = await userAdmin.setPassword(id, { password: form.password, mustChange }, actorOf(req, res, 'admin_panel'));
+    const { user } = await userAdmin.setPassword(id, { password: form.password, mustChange }, actorOf(req, res, 'admin_panel'));
     flashNext(req, {
       type: 'success',
       text: `The password of ${user.username} was set${mustChange ? ' and must be changed at the next sign-in' : ''}; their sessions have ended.`,

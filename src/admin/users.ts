@@ -112,10 +112,15 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
       return getOr404(id);
     },
 
-    /** Sets a user's password (and/or the must-change flag); see UserService.setPassword (`keepSid` too). */
-    async setPassword(id: number, change: { password?: string; mustChange?: boolean }, actor: Actor, keepSid?: string): Promise<AdminUser> {
-      await users.setPassword({ id }, change, actor, keepSid);
-      return getOr404(id);
+    /**
+     * Sets a user's password (and/or the must-change flag); see UserService.setPassword
+     * (`keepSid` too). With the new version of the user's credentials when they were signed out.
+     */
+    async setPassword(
+      id: number, change: { password?: string; mustChange?: boolean }, actor: Actor, keepSid?: string,
+    ): Promise<{ user: AdminUser; credentialsVersion?: string }> {
+      const { credentialsVersion } = await users.setPassword({ id }, change, actor, keepSid);
+      return { user: await getOr404(id), credentialsVersion };
     },
 
     /** Clears the user's failed-login counter and lock. */

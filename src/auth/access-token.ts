@@ -19,10 +19,12 @@ export interface AccessClaims {
   jti: string;
   /** `iat` to the millisecond, so a password change refuses tokens issued within its own second. */
   iat_ms: number;
+  /** The version of the user's credentials the sign-in saw (CREDENTIALS_VERSION); a later one refuses the token. */
+  cver?: string;
 }
 
 /** Signs an access token for `userId`, valid `ttlSeconds`. */
-export function signAccessToken(userId: number, keys: SigningKeys, options: { issuer: string; ttlSeconds: number }): string {
+export function signAccessToken(userId: number, keys: SigningKeys, options: { issuer: string; ttlSeconds: number; credentialsVersion: string }): string {
   const nowMs = Date.now();
   const now = Math.floor(nowMs / 1000);
   const claims: AccessClaims = {
@@ -33,6 +35,7 @@ export function signAccessToken(userId: number, keys: SigningKeys, options: { is
     exp: now + options.ttlSeconds,
     jti: randomUUID(),
     iat_ms: nowMs,
+    cver: options.credentialsVersion,
   };
   return signToken(claims, keys);
 }
@@ -51,15 +54,18 @@ export interface AccessTokenClaims {
   issuedAtMs: number;
   jti: string;
   expiresAt: Date;
+  /** The version of the credentials it was signed for; undefined in tokens from before it was carried. */
+  credentialsVersion?: string;
 }
 
 /** The claims of a valid, unexpired access token, or null. */
 export function verifyAccessTokenClaims(token: string, keys: SigningKeys, issuer: string): AccessTokenClaims | null {
   const verified = verifyToken<Partial<AccessClaims>>(token, keys, { issuer, audience: ACCESS_AUDIENCE });
   if (!verified.ok) return null;
-  const { sub, iat, iat_ms: iatMs, jti, exp } = verified.claims;
+  const { sub, iat, iat_ms: iatMs, jti, exp, cver } = verified.claims;
   if (typeof sub !== 'string' || !/^[1-9]\d{0,9}$/.test(sub)) return null;
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 100 || typeof exp !== 'number') return null;
   const issuedAtMs = typeof iatMs === 'number' && Number.isFinite(iatMs) ? iatMs : typeof iat === 'number' ? iat * 1000 : 0;
-  return { userId: Number(sub), issuedAtMs, jti, expiresAt: new Date(exp * 1000) };
+  if (cver !== undefined && (typeof cver !== 'string' || !/^\d{1,20}$/.test(cver))) return null;
+  return { userId: Number(sub), issuedAtMs, jti, expiresAt: new Date(exp * 1000), credentialsVersion: cver };
 }

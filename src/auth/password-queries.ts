@@ -2,6 +2,15 @@ import type { Queryable } from '../db/db.ts';
 import { USER_COLUMNS } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 
+/**
+ * The version of a user's credentials, as text: password_changed_at to the microsecond ('0'
+ * before any change). A password change, reset or set, a sign-out everywhere and a
+ * deactivation each move it. A sign-in reads it when it commits; the session or access token
+ * it then makes carries it, and is refused when the version has moved since, even when it was
+ * made after the change.
+ */
+export const CREDENTIALS_VERSION = `COALESCE((extract(epoch FROM password_changed_at) * 1000000)::bigint::text, '0')`;
+
 /** A user with the stored password hash and the must-change flag. */
 export interface PasswordUser extends UserRecord {
   password_hash: string;
@@ -111,18 +120,22 @@ export async function setMustChangePassword(q: Queryable, userId: number, mustCh
 
 /**
  * The user with this id, when their credentials last changed or they signed out everywhere
- * (access tokens issued before are refused), and whether the access token `jti` was signed
- * out by itself; or null.
+ * (access tokens issued before are refused) and the version of their credentials, and whether
+ * the access token `jti` was signed out by itself; or null.
  */
-export async function findTokenUser(q: Queryable, userId: number, jti: string): Promise<{ user: UserRecord; changedAt: Date | null; revoked: boolean } | null> {
-  const r = await q.query<UserRecord & { password_changed_at: Date | null; revoked: boolean }>(
-    `SELECT ${USER_COLUMNS}, password_changed_at, EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS revoked FROM users WHERE id = $1`,
+export async function findTokenUser(
+  q: Queryable, userId: number, jti: string,
+): Promise<{ user: UserRecord; changedAt: Date | null; credentialsVersion: string; revoked: boolean } | null> {
+  const r = await q.query<UserRecord & { password_changed_at: Date | null; credentials_version: string; revoked: boolean }>(
+    `SELECT ${USER_COLUMNS}, password_changed_at, ${CREDENTIALS_VERSION} AS credentials_version,
+            EXISTS (SELECT 1 FROM revoked_access_tokens WHERE jti = $2) AS revoked
+       FROM users WHERE id = $1`,
     [userId, jti],
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { password_changed_at: at, revoked, ...user } = row;
-  return { user, changedAt: at ? new Date(at) : null, revoked };
+  const { password_changed_at: at, credentials_version: credentialsVersion, revoked, ...user } = row;
+  return { user, changedAt: at ? new Date(at) : null, credentialsVersion, revoked };
 }
 
 /** Signs out one access token (until it expires, when the pruner drops the row). */
@@ -133,7 +146,11 @@ export async function revokeAccessToken(q: Queryable, token: { jti: string; user
   );
 }
 
-/** Marks the user's credentials as changed now without a new password (sign out everywhere). */
-export async function touchCredentials(q: Queryable, userId: number): Promise<void> {
-  await q.query('UPDATE users SET password_changed_at = now() WHERE id = $1', [userId]);
+/**
+ * Marks the user's credentials as changed now without a new password (sign out everywhere),
+ * locking their row; returns the new version of their credentials.
+ */
+export async function touchCredentials(q: Queryable, userId: number): Promise<string> {
+  const r = await q.query<{ version: string }>(`UPDATE users SET password_changed_at = now() WHERE id = $1 RETURNING ${CREDENTIALS_VERSION} AS version`, [userId]);
+  return r.rows[0]?.version ?? '0';
 }

@@ -103,9 +103,12 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
      * sign-in (counted toward the lockout, audited, user.login_failed); a locked name is 423.
      * With `login`, two-factor users must give their code too. On success every other session
      * ends (`keepSid` stays), access tokens issued before are refused, unused SSO tokens are
-     * invalidated (user.logout), reset links die, and user.password_change is audited.
+     * invalidated (user.logout), reset links die, and user.password_change is audited. Answers
+     * the user with the new version of their credentials (a session started now carries it).
      */
-    async change(who: PasswordChanger, currentPassword: string, newPassword: string, ctx: PasswordContext, keepSid?: string): Promise<UserRecord> {
+    async change(
+      who: PasswordChanger, currentPassword: string, newPassword: string, ctx: PasswordContext, keepSid?: string,
+    ): Promise<{ user: UserRecord; credentialsVersion: string }> {
       let login: string;
       if ('userId' in who) {
         const user = await findPasswordUser(db, who.userId);
@@ -119,25 +122,25 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       if (newPassword === currentPassword) throw new AppError(400, 'invalid_password', 'The new password must differ from the current one.');
       assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH, user);
       const hash = await hashPassword(newPassword, config.BCRYPT_COST);
-      await db.transaction(async (tx) => {
+      const credentialsVersion = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure while the new password was hashed still wins
         await refuseWhileLocked(tx, user.username);
         // the current password was checked before bcrypt's quarter of a second: a change that
         // committed meanwhile (another of these at once, a reset) made it no longer current
         await lockUserRow(tx, user.id);
         const now = await credentialsNow(tx, user.id, user.password_hash);
-        if (now === 'password_changed') throw new AppError(401, 'invalid_credentials', 'The current password was changed meanwhile; sign in with the new one.');
-        if (now === 'inactive') throw new AppError(401, 'unauthenticated', 'Sign in first');
+        if (now.state === 'password_changed') throw new AppError(401, 'invalid_credentials', 'The current password was changed meanwhile; sign in with the new one.');
+        if (now.state === 'inactive') throw new AppError(401, 'unauthenticated', 'Sign in first');
         await storePassword(tx, user.id, hash, false);
         await resetLoginFailures(tx, user.username);
         await writeAudit(tx, {
           action: 'user.password_change', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via },
         });
-        await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid);
+        return (await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid)).credentialsVersion;
       });
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
-      return record;
+      return { user: record, credentialsVersion };
     },
 
     /**

@@ -34,10 +34,10 @@ export const AUTH_ROUTES = [
       429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body }) => {
-      const { user: signedIn, twoFactorUsed } = await auth.login({
+      const { user: signedIn, twoFactorUsed, credentialsVersion } = await auth.login({
         login: body.login, password: body.password, totp: body.totp, ipAddress: clientIp(req), userAgent: browser(req), via: 'api',
       });
-      await establishSession(req, signedIn, { twoFactorUsed });
+      await establishSession(req, signedIn, { twoFactorUsed, credentialsVersion });
       res.json({ success: true, user: publicUser(signedIn) });
     },
   }),
@@ -55,10 +55,10 @@ export const AUTH_ROUTES = [
       429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body }) => {
-      const { user: signedIn } = await auth.login({
+      const { user: signedIn, credentialsVersion } = await auth.login({
         login: body.username, password: body.password, totp: body.totp, ipAddress: clientIp(req), userAgent: browser(req), via: 'api_token',
       });
-      res.json({ ...auth.issueAccessToken(signedIn), user: publicUser(signedIn) });
+      res.json({ ...auth.issueAccessToken(signedIn, credentialsVersion), user: publicUser(signedIn) });
     },
   }),
   route({
@@ -72,7 +72,9 @@ export const AUTH_ROUTES = [
       if (signedIn) {
         // with a bearer token, that token is what signs out (the user's other tokens stay)
         const accessToken = res.locals.authMethod === 'bearer' ? res.locals.accessToken as AccessTokenClaims : undefined;
-        await auth.logoutUser({ userId: signedIn.id, ipAddress: clientIp(req), userAgent: browser(req), via: 'api', accessToken });
+        // a session's row goes in the sign-out's transaction, before its tokens are invalidated
+        const endSessionId = res.locals.authMethod === 'session' ? req.sessionID : undefined;
+        await auth.logoutUser({ userId: signedIn.id, ipAddress: clientIp(req), userAgent: browser(req), via: 'api', accessToken, endSessionId });
       }
       await endSession(req);
       res.json({ success: true });

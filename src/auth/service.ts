@@ -137,9 +137,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
      * totp_required when the password is right but the user's code is missing (not counted),
      * 401 invalid_totp for a wrong code and 401 totp_reused for a code already used (both
      * counted). Counted 401s carry attempts_remaining.
-     * On success resets the counter, audits and emits user.login.
+     * On success resets the counter, audits and emits user.login, and answers the version of
+     * the credentials it signed in with: the session or access token it makes carries it.
      */
-    async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean }> {
+    async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string }> {
       const { user, twoFactorUsed, login } = await checkCredentials(input, { secondFactor: true });
       if (user.must_change_password) {
         // the password was right: nothing is counted, but no session or token until it is changed
@@ -160,7 +161,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         // committed meanwhile signed the user out everywhere, and this sign-in must not
         // outlive it with the old password (its row is locked until this commits)
         const now = await credentialsNow(tx, user.id, user.password_hash);
-        if (now !== 'unchanged') return now;
+        if (now.state !== 'unchanged') return now;
         await resetLoginFailures(tx, login);
         await writeAudit(tx, {
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
@@ -170,12 +171,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           user_id: user.id, email: user.email, ip_address: input.ipAddress, user_agent: input.userAgent ?? '',
           client_system: OWN_SYSTEM, '2fa_used': twoFactorUsed,
         });
-        return null;
+        return now;
       });
-      if (changed === 'password_changed') return fail(login, user, 'invalid_password', input);
-      if (changed === 'inactive') return fail(login, user, 'user_inactive', input);
+      if (changed.state !== 'unchanged') return fail(login, user, changed.state === 'inactive' ? 'user_inactive' : 'invalid_password', input);
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
-      return { user: record, twoFactorUsed };
+      return { user: record, twoFactorUsed, credentialsVersion: changed.version };
     },
 
     checkCredentials,
@@ -203,10 +203,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       return logoutUser({ userId: owner.userId, clientId, endSessionId: owner.sessionId ?? undefined, ...ctx, via: 'client' });
     },
 
-    /** An access token for this service's API (POST /api/login). */
-    issueAccessToken(user: Pick<UserRecord, 'id'>): { token: string; token_type: 'Bearer'; expires_in: number } {
+    /** An access token for this service's API (POST /api/login), for a sign-in with credentials of this version. */
+    issueAccessToken(user: Pick<UserRecord, 'id'>, credentialsVersion: string): { token: string; token_type: 'Bearer'; expires_in: number } {
       const ttl = config.ACCESS_TOKEN_TTL_SECONDS;
-      return { token: signAccessToken(user.id, signingKeys, { issuer: config.ISSUER, ttlSeconds: ttl }), token_type: 'Bearer', expires_in: ttl };
+      const token = signAccessToken(user.id, signingKeys, { issuer: config.ISSUER, ttlSeconds: ttl, credentialsVersion });
+      return { token, token_type: 'Bearer', expires_in: ttl };
     },
 
     /** The active user an access token names, with the token's claims, or null. */
@@ -214,8 +215,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       const claims = verifyAccessTokenClaims(token, signingKeys, config.ISSUER);
       if (claims === null) return null;
       const found = await findTokenUser(db, claims.userId, claims.jti);
-      // a token from before a password change or a sign-out everywhere, or signed out itself, is worthless
+      // a token from before a password change or a sign-out everywhere, or signed out itself, is
+      // worthless; so is one signed after the change by a sign-in that checked the credentials before it
       if (!found?.user.active || found.revoked || (found.changedAt && claims.issuedAtMs < found.changedAt.getTime())) return null;
+      if (claims.credentialsVersion !== undefined && claims.credentialsVersion !== found.credentialsVersion) return null;
       return { user: found.user, token: claims };
     },
 
@@ -225,18 +228,21 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
   /**
    * Signs a user out: invalidates their unused SSO tokens, revokes `accessToken` (the bearer
-   * token that asked), ends the session `endSessionId` (a client system's logout: the one its
-   * token was issued in), audits, emits user.logout (`clientId`: the client system that
-   * asked). Ending the session of the request itself is the route's part (endSession).
+   * token that asked), ends the session `endSessionId` (the one that asked, or for a client
+   * system's logout the one its token was issued in), audits, emits user.logout
+   * (`clientId`: the client system that asked). Clearing the request's cookie is the route's
+   * part (endSession).
    */
   async function logoutUser(args: {
     userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; clientId?: string; accessToken?: AccessTokenClaims; endSessionId?: string;
   }): Promise<{ invalidatedTokens: number }> {
     const invalidated = await db.transaction(async (tx) => {
       const user = await findUserById(tx, args.userId);
+      // the session first: a token being issued in it right now (lockLiveSession) either is
+      // refused or has committed by the time its row can go, and is invalidated below
+      const sessionEnded = args.endSessionId !== undefined && await deleteUserSession(tx, args.userId, args.endSessionId);
       const count = await invalidateUnusedTokens(tx, args.userId);
       if (args.accessToken) await revokeAccessToken(tx, args.accessToken);
-      const sessionEnded = args.endSessionId !== undefined && await deleteUserSession(tx, args.userId, args.endSessionId);
       await writeAudit(tx, {
         action: 'user.logout', outcome: 'success', userId: args.userId, username: user?.username ?? null,
         clientId: args.clientId ?? null, ipAddress: args.ipAddress, userAgent: args.userAgent,

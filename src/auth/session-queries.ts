@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { CREDENTIALS_VERSION } from './password-queries.ts';
 
 /** One signed-in session of a user, as their sessions page lists it. */
 export interface UserSessionRow {
@@ -35,6 +36,16 @@ export async function deleteUserSession(q: Queryable, userId: number, sid: strin
 }
 
 /**
+ * Holds a signed-in session of a user for the rest of the transaction (FOR SHARE): false when
+ * it has ended. What is written under it (an SSO token issued in that session) is then
+ * either refused, or committed before a sign-out that deletes the row and so sees it.
+ */
+export async function lockLiveSession(q: Queryable, sid: string, userId: number): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM sessions WHERE sid = $1 AND user_id = $2 AND expire > now() FOR SHARE', [sid, userId]);
+  return r.rowCount > 0;
+}
+
+/**
  * The session store's statements (src/http/session.ts, for express-session). A row is live
  * until `expire`; `stale` says its "last seen" is older than `lastSeenStepSeconds`.
  */
@@ -58,6 +69,25 @@ export async function saveSession(q: Queryable, sid: string, sessJson: string, e
      ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
     [sid, sessJson, expire],
   );
+}
+
+/**
+ * Writes a new signed-in session only while the user's credentials are still of the version
+ * its sign-in saw, holding the user's row (FOR SHARE) as it does: false, and nothing written,
+ * when they moved since (a password change or reset, a sign-out everywhere or a deactivation
+ * committed after the sign-in checked the password). A change that commits later deletes
+ * the row with the user's others.
+ */
+export async function saveSignedInSession(
+  q: Queryable, sid: string, sessJson: string, expire: Date, signedIn: { userId: number; credentialsVersion: string },
+): Promise<boolean> {
+  const r = await q.query(
+    `INSERT INTO sessions (sid, sess, expire)
+     SELECT $1, $2::jsonb, $3 FROM users WHERE id = $4 AND ${CREDENTIALS_VERSION} = $5 FOR SHARE
+     ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
+    [sid, sessJson, expire, signedIn.userId, signedIn.credentialsVersion],
+  );
+  return r.rowCount > 0;
 }
 
 /**

@@ -10,12 +10,17 @@ function promisify(run: (done: (err?: unknown) => void) => void): Promise<void> 
 /**
  * Signs `user` in on this browser: a new session id (so an id planted before sign-in is
  * worthless: session fixation), then the user fields, then an explicit save so the row
- * exists before the answer leaves.
+ * exists before the answer leaves. `credentialsVersion` is the version of the credentials
+ * the sign-in (or the password change) saw: when a change committed since, nothing is saved
+ * and this throws 401 invalid_credentials (DbSessionStore.set).
  */
-export async function establishSession(req: Request, user: Pick<UserRecord, 'id'>, options: { twoFactorUsed: boolean }): Promise<void> {
+export async function establishSession(
+  req: Request, user: Pick<UserRecord, 'id'>, options: { twoFactorUsed: boolean; credentialsVersion: string },
+): Promise<void> {
   await promisify((done) => req.session.regenerate(done));
   req.session.userId = user.id;
   req.session.twoFactorUsed = options.twoFactorUsed;
+  req.session.credentialsVersion = options.credentialsVersion;
   req.session.ipAddress = clientIp(req);
   req.session.userAgent = (req.get('user-agent') ?? '').slice(0, 300);
   await promisify((done) => req.session.save(done));

@@ -24,7 +24,8 @@ export interface SignOutContext {
  * Signs a user out everywhere, inside the caller's transaction: every session ends (but
  * `exceptSid`, the caller's own when it stays signed in), access tokens issued until now are
  * refused, unused SSO tokens are invalidated, and user.logout is audited and enqueued as a
- * logout does (the event goes out once the caller's transaction commits).
+ * logout does (the event goes out once the caller's transaction commits). Answers the new
+ * version of the user's credentials (a session the caller starts afterwards carries it).
  */
 export async function signOutEverywhere(
   tx: Queryable,
@@ -32,9 +33,12 @@ export async function signOutEverywhere(
   user: { id: number; username: string; email: string },
   ctx: SignOutContext,
   exceptSid?: string,
-): Promise<{ endedSessions: number; invalidatedTokens: number }> {
+): Promise<{ endedSessions: number; invalidatedTokens: number; credentialsVersion: string }> {
+  // the user's row first: a sign-in that read the old version and is about to save its
+  // session waits for this transaction and then finds the version moved (saveSignedInSession);
+  // one that saved it before is among the sessions deleted next
+  const credentialsVersion = await touchCredentials(tx, user.id);
   const endedSessions = await deleteUserSessions(tx, user.id, exceptSid);
-  await touchCredentials(tx, user.id);
   const invalidatedTokens = await invalidateUnusedTokens(tx, user.id);
   await writeAudit(tx, {
     action: 'user.logout', outcome: 'success', userId: user.id, username: user.username,
@@ -47,5 +51,5 @@ export async function signOutEverywhere(
   await events.record(tx, 'user.logout', {
     user_id: user.id, email: user.email, ip_address: ctx.ipAddress ?? '', client_system: OWN_SYSTEM,
   });
-  return { endedSessions, invalidatedTokens };
+  return { endedSessions, invalidatedTokens, credentialsVersion };
 }

@@ -4,8 +4,9 @@ import path from 'node:path';
 import type { RequestHandler } from 'express';
 import session, { Store, type SessionData } from 'express-session';
 import type { Config } from '../config.ts';
-import { deleteSession, readSession, saveSession, touchSessionLastSeen, updateSession } from '../auth/session-queries.ts';
+import { deleteSession, readSession, saveSession, saveSignedInSession, touchSessionLastSeen, updateSession } from '../auth/session-queries.ts';
 import type { Db } from '../db/db.ts';
+import { AppError } from './errors.ts';
 
 declare module 'express-session' {
   interface SessionData {
@@ -13,6 +14,8 @@ declare module 'express-session' {
     userId: number;
     /** Whether the sign-in that established this session passed a second factor. */
     twoFactorUsed: boolean;
+    /** The version of the user's credentials its sign-in saw (CREDENTIALS_VERSION). */
+    credentialsVersion?: string;
     /** Where the sign-in came from, for the user's list of sessions. */
     ipAddress?: string;
     userAgent?: string;
@@ -76,17 +79,26 @@ export class DbSessionStore extends Store {
   }
 
   /**
-   * A new session (a sign-in's, after its id was regenerated) is inserted. One that was read
-   * from the table is only updated: a request still running on a session that a sign-out
+   * A new session (a sign-in's, after its id was regenerated) is inserted; a signed-in one
+   * only while the user's credentials are of the version its sign-in saw, else the save
+   * fails with 401 invalid_credentials. One that was read from the table, or written once
+   * already, is only updated: a request still running on a session that a sign-out
    * everywhere (password change or reset, deactivation) deleted meanwhile would otherwise
    * write the row back, signed in, when it ends: a stolen cookie kept busy would survive.
    */
   override set(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
     const json = JSON.stringify(sess);
-    const write = (sess as { [READ_FROM_STORE]?: boolean })[READ_FROM_STORE]
-      ? updateSession(this.db, sid, json, this.expiry(sess))
-      : saveSession(this.db, sid, json, this.expiry(sess));
-    write.then(() => callback?.(), (err) => callback?.(err));
+    const stored = sess as { [READ_FROM_STORE]?: boolean };
+    let write: Promise<boolean>;
+    if (stored[READ_FROM_STORE]) write = updateSession(this.db, sid, json, this.expiry(sess)).then(() => true);
+    else if (typeof sess.userId === 'number' && typeof sess.credentialsVersion === 'string') {
+      write = saveSignedInSession(this.db, sid, json, this.expiry(sess), { userId: sess.userId, credentialsVersion: sess.credentialsVersion });
+    } else write = saveSession(this.db, sid, json, this.expiry(sess)).then(() => true);
+    write.then((saved) => {
+      if (!saved) return callback?.(new AppError(401, 'invalid_credentials', 'Your password changed, or you were signed out everywhere, while you were signing in. Sign in again.'));
+      if (!stored[READ_FROM_STORE]) Object.defineProperty(sess, READ_FROM_STORE, { value: true, enumerable: false });
+      callback?.();
+    }, (err) => callback?.(err));
   }
 
   override destroy(sid: string, callback?: (err?: unknown) => void): void {

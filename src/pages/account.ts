@@ -70,13 +70,13 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
     const userId = user ? user.id : pending!.userId;
     const changed = await passwords.change({ userId }, form.current_password, form.new_password, context(req), user ? req.sessionID : undefined);
     if (pending) {
-      await establishSession(req, changed, { twoFactorUsed: pending.twoFactorUsed });
+      await establishSession(req, changed.user, { twoFactorUsed: pending.twoFactorUsed, credentialsVersion: changed.credentialsVersion });
       flashNext(req, { type: 'success', text: 'Your password was changed. You are signed in.' });
       return res.redirect(303, pending.next);
     }
     // A new session id for this browser too, as at sign-in: an id copied before the change
     // (the one credential that survived it) is worthless after it.
-    await establishSession(req, changed, { twoFactorUsed: req.session.twoFactorUsed === true });
+    await establishSession(req, changed.user, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion });
     flashNext(req, { type: 'success', text: 'Your password was changed. Every other session of yours has been signed out.' });
     res.redirect(303, '/account/password');
   };

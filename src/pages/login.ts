@@ -7,7 +7,7 @@ import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { callbackWithToken } from '../clients/callback.ts';
-import type { SsoService } from '../sso/service.ts';
+import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
@@ -55,7 +55,9 @@ function renderLogin(
 
 /**
  * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
- * its registered callback (never a URL from the request); for this service, its own page.
+ * its registered callback (never a URL from the request). A browser whose session ended
+ * while the token was being issued (signed out in another tab, or everywhere) gets no
+ * token: it goes to the sign-in page for that client system instead.
  */
 export async function sendToClient(
   req: Request,
@@ -65,14 +67,20 @@ export async function sendToClient(
   user: UserRecord,
   options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string },
 ): Promise<void> {
-  const { token } = await sso.issueForUser(client, user, {
-    ...requestContext(req),
-    flow: options.flow,
-    twoFactorUsed: options.twoFactorUsed,
-    claimUsername: options.claimUsername,
-    // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
-    sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
-  });
+  let token: string;
+  try {
+    ({ token } = await sso.issueForUser(client, user, {
+      ...requestContext(req),
+      flow: options.flow,
+      twoFactorUsed: options.twoFactorUsed,
+      claimUsername: options.claimUsername,
+      // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
+      sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
+    }));
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
+    return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
+  }
   // the token is in the URL: no cache may keep this answer, no Referer may carry it on
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Referrer-Policy', 'no-referrer');
@@ -123,7 +131,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
     const target = loginTarget(res);
     const form = input(res, loginFormSchema);
     const ctx = { ...requestContext(req), via: 'page' as const };
-    let result: { user: UserRecord; twoFactorUsed: boolean };
+    let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
     if (form.step === 'password') {
       try {
         result = await auth.login({ login: form.login, password: form.password, ...ctx });
@@ -140,7 +148,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       }
       result = await auth.login({ login: pending.login, password: pending.password, totp: form.code, ...ctx });
     }
-    await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed });
+    await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed, credentialsVersion: result.credentialsVersion });
     await continueSignedIn(req, res, target, result.user, result.twoFactorUsed);
   };
 
@@ -182,7 +190,8 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
   const logout: RequestHandler = async (req, res) => {
     const userId = req.session?.userId;
     if (typeof userId === 'number') {
-      await auth.logoutUser({ userId, ...requestContext(req), via: 'page' });
+      // this session's row goes in the sign-out's transaction, before its tokens are invalidated
+      await auth.logoutUser({ userId, ...requestContext(req), via: 'page', endSessionId: req.sessionID });
     }
     await endSession(req);
     res.locals.user = undefined;

@@ -12,6 +12,9 @@ import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
 import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
 
+/** The code of issueForUser's refusal when the browser session it issued in ended meanwhile. */
+export const SESSION_ENDED = 'session_ended';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Who asked, for the token's ip_address claim, the audit log and events. */
@@ -81,7 +84,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
     }
     const claims = claimsFor(client, user, { username: ctx.claimUsername ?? user.username, ipAddress: ctx.tokenIp ?? ctx.ipAddress, now: Math.floor(Date.now() / 1000), jti: randomUUID() });
     const token = signSsoToken(claims, signingKeys);
-    await tokens.recordIssue({
+    const recorded = await tokens.recordIssue({
       token: {
         jti: claims.jti,
         userId: user.id,
@@ -111,6 +114,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         '2fa_used': ctx.twoFactorUsed ?? false,
       },
     });
+    // the browser signed out (another tab, a sign-out everywhere) while this was under way
+    if (!recorded) throw new AppError(401, SESSION_ENDED, 'You were signed out meanwhile. Sign in again.');
     metrics.tokensIssued.inc({ flow: ctx.flow });
     return { token, redirect_url: callbackWithToken(client.callback_url, token), claims };
   }

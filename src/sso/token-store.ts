@@ -2,6 +2,7 @@ import { type AuditEntry, auditRows } from '../audit/queries.ts';
 import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { writeTogether } from '../db/statement.ts';
+import { lockLiveSession } from '../auth/session-queries.ts';
 import type { EventData, EventRecorder } from '../webhooks/events.ts';
 import {
   CLIENT_CHANGED, type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
@@ -27,14 +28,26 @@ export function createTokenStore(db: Db, events: EventRecorder) {
    * and user.login events, each kind in one part of it. A token exists (and can be
    * validated) exactly when its audit row and event do.
    */
+  const parts = (records: readonly IssueRecord[]) => [
+    issuedTokenRows(records.map((r) => r.token)),
+    auditRows(records.map((r) => r.audit)),
+    events.part('user.login', records.map((r) => r.event)),
+  ];
   const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
-    await writeTogether(db, [
-      issuedTokenRows(records.map((r) => r.token)),
-      auditRows(records.map((r) => r.audit)),
-      events.part('user.login', records.map((r) => r.event)),
-    ]);
+    await writeTogether(db, parts(records));
     return records.map(() => true as const);
   });
+  /**
+   * A token issued in a browser session is recorded while that session is held: a sign-out
+   * of it at the same time either ends it first (no token) or waits and then invalidates
+   * the token with the others, never misses it.
+   */
+  const recordInSession = (record: IssueRecord, sessionId: string): Promise<boolean> =>
+    db.transaction(async (tx) => {
+      if (!(await lockLiveSession(tx, sessionId, record.token.userId))) return false;
+      await writeTogether(tx, parts([record]));
+      return true;
+    });
   /**
    * Server-to-server issues arriving together find their users and record their tokens,
    * audit rows and user.login events in one statement (src/sso/queries.ts).
@@ -43,8 +56,14 @@ export function createTokenStore(db: Db, events: EventRecorder) {
     (requests) => issueTokensByUsername(db, requests, (source) => events.part('user.login', source)),
   );
   return {
-    /** Records one issued token with its audit row and event; resolves once committed. */
-    recordIssue: (record: IssueRecord): Promise<true> => recorder.load(record),
+    /**
+     * Records one issued token with its audit row and event; resolves once committed. False
+     * (nothing recorded) when the browser session it was issued in has ended.
+     */
+    recordIssue: (record: IssueRecord): Promise<boolean> => {
+      const sessionId = record.token.sessionId;
+      return sessionId == null ? recorder.load(record) : recordInSession(record, sessionId);
+    },
     /**
      * Records a token for the active user with this normalized username, with its audit row
      * and event, or (no such user, or inactive) the failure's audit row; resolves once committed.

@@ -114,7 +114,7 @@ export const USER_ROUTES = [
       const changed = await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
       if (pending) delete req.session.passwordChange;
       // the session that changed the password goes on under a new id (one copied before is worthless)
-      if (keepSid) await establishSession(req, changed, { twoFactorUsed: req.session.twoFactorUsed === true });
+      if (keepSid) await establishSession(req, changed.user, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion });
       res.json({ success: true });
     },
   }),

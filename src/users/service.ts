@@ -133,14 +133,14 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       change: { password?: string; mustChange?: boolean },
       actor: Actor,
       keepSid?: string,
-    ): Promise<UserRecord & { must_change_password: boolean }> {
+    ): Promise<UserRecord & { must_change_password: boolean; credentialsVersion?: string }> {
       const found = 'id' in user ? await findUserById(db, user.id) : await findUserByUsername(db, normalizeUsername(user.username));
       if (!found) throw new AppError(404, 'user_not_found', `No user ${'id' in user ? user.id : normalizeUsername(user.username)}`);
       if (change.password === undefined && change.mustChange === undefined) throw new AppError(400, 'usage', 'Give a password or the must-change flag');
       if (change.password !== undefined) assertPasswordAllowed(change.password, config.PASSWORD_MIN_LENGTH, found);
       const hash = change.password === undefined ? undefined : await hashPassword(change.password, config.BCRYPT_COST);
       const mustChange = change.mustChange ?? false;
-      await db.transaction(async (tx) => {
+      const credentialsVersion = await db.transaction(async (tx) => {
         if (hash !== undefined) {
           await storePassword(tx, found.id, hash, mustChange);
           await clearLoginAttempts(tx, found.username);
@@ -152,13 +152,13 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
           details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
         });
-        if (hash !== undefined || mustChange) {
-          await signOutEverywhere(tx, events, found, {
-            ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
-          }, keepSid);
-        }
+        if (hash === undefined && !mustChange) return undefined;
+        const signedOut = await signOutEverywhere(tx, events, found, {
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
+        }, keepSid);
+        return signedOut.credentialsVersion;
       });
-      return { ...found, must_change_password: mustChange };
+      return { ...found, must_change_password: mustChange, credentialsVersion };
     },
 
     /**

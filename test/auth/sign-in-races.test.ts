@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { saveSignedInSession } from '../../src/auth/session-queries.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { onPostgres } from '../helpers/db.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+
+const NEW_PASSWORD = 'four unrelated words here';
+const CLI = { via: 'cli' as const, username: 'test' };
+
+/** The session id inside a browser's signed `auth.sid` cookie. */
+function sidOf(browser: ReturnType<typeof formSession>): string {
+  const value = decodeURIComponent(browser.cookies.get('auth.sid') ?? '');
+  expect(value, 'a session cookie').toMatch(/^s:/);
+  return value.slice(2, value.lastIndexOf('.'));
+}
+
+/**
+ * A sign-in is checked in one transaction and makes its session or access token after it
+ * commits; a sign-out is one transaction too. These are the orders in which the two can
+ * meet, with the one that lost never leaving a credential that still works.
+ */
+describe('sign-in and sign-out meeting each other', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  const bearerAnswer = (token: string) => app.http.get('/api/user', { headers: { authorization: `Bearer ${token}` } });
+  const userSessions = async (userId: number) => (await app.db.query('SELECT 1 FROM sessions WHERE user_id = $1', [userId])).rowCount;
+  const credentialsVersion = async (userId: number) =>
+    (await app.db.query<{ v: string }>(
+      "SELECT COALESCE((extract(epoch FROM password_changed_at) * 1000000)::bigint::text, '0') AS v FROM users WHERE id = $1", [userId],
+    )).rows[0].v;
+
+  it('an access token made by a sign-in that saw the credentials before a change is refused, though it was signed after the change', async () => {
+    const user = await makeUser(app);
+    const before = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token as string;
+    expect((await bearerAnswer(before)).status).toBe(200);
+    // a change committed between that sign-in's check and its signing: dated (as PostgreSQL
+    // dates it, at its transaction's start) before the token was signed
+    await app.db.query("UPDATE users SET password_changed_at = now() - interval '1 hour' WHERE id = $1", [user.id]);
+    expect((await bearerAnswer(before)).status, 'signed after the change, but for the credentials before it').toBe(401);
+    const after = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token as string;
+    expect((await bearerAnswer(after)).status, 'a sign-in that saw the change works').toBe(200);
+  });
+
+  it('a signed-in session is saved only while the credentials are of the version its sign-in saw', async () => {
+    const user = await makeUser(app);
+    const seen = await credentialsVersion(user.id);
+    const sess = (sid: string) => JSON.stringify({ cookie: { path: '/' }, userId: user.id, credentialsVersion: seen, sid });
+    const expire = new Date(Date.now() + 3_600_000);
+    expect(await saveSignedInSession(app.db, 'race-current', sess('race-current'), expire, { userId: user.id, credentialsVersion: seen })).toBe(true);
+    await app.services.users.setPassword({ id: user.id }, { password: NEW_PASSWORD }, CLI);
+    expect(await credentialsVersion(user.id)).not.toBe(seen);
+    expect(await saveSignedInSession(app.db, 'race-stale', sess('race-stale'), expire, { userId: user.id, credentialsVersion: seen })).toBe(false);
+    const rows = await app.db.query<{ sid: string }>('SELECT sid FROM sessions WHERE user_id = $1', [user.id]);
+    expect(rows.rows, 'the one saved before the change ended with it; the late one was never written').toStrictEqual([]);
+  });
+
+  it.runIf(onPostgres)('sign-ins still committing when a new password is set get no session and no working token, however late they make them', async () => {
+    const user = await makeUser(app);
+    const browser = formSession(app.app);
+    const page = await browser.get('/login');
+    expect(page.status).toBe(200);
+    // both sign-ins' commits clear this row: holding it stops them after the password check, still holding the user's row
+    await app.db.query('INSERT INTO login_attempts (login, failed_count) VALUES ($1, 0)', [user.username]);
+    const releaseAttempts = await holdLocks(app.db, 'SELECT 1 FROM login_attempts WHERE login = $1 FOR UPDATE', [user.username]);
+    // the page's sign-in replaces the form's session: holding that row stops it before its new session is saved
+    const releaseFormSession = await holdLocks(app.db, 'SELECT 1 FROM sessions WHERE sid = $1 FOR UPDATE', [sidOf(browser)]);
+
+    const pageSignIn = browser.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
+    const tokenSignIn = app.http.post('/api/login', { username: user.username, password: user.password });
+    await waitForLockWaiters(app.db, 2);
+    const setting = app.services.users.setPassword({ id: user.id }, { password: NEW_PASSWORD }, CLI);
+    await waitForLockWaiters(app.db, 3); // the change waits for the sign-ins' commits
+    await releaseAttempts();
+    await setting; // committed after both sign-ins
+    const token = await tokenSignIn;
+    await releaseFormSession();
+    const signedIn = await pageSignIn;
+
+    // each loser on its own: the token, then the session
+    expect(token.status, token.text).toBe(200);
+    expect.soft((await bearerAnswer(token.body.token)).status, 'its token is worthless').toBe(401);
+    expect.soft(signedIn.status, 'the page asks for the password again').toBe(401);
+    expect.soft(signedIn.headers.location).toBe(undefined);
+    expect.soft(await userSessions(user.id), 'no session').toBe(0);
+    // the new password works as usual
+    const fresh = await app.http.post('/api/login', { username: user.username, password: NEW_PASSWORD });
+    expect((await bearerAnswer(fresh.body.token)).status).toBe(200);
+  });
+
+  describe.runIf(onPostgres)('a token issued at /sso/login while the same browser signs out', () => {
+    async function signedInBrowser(user: { username: string; password: string }, client: { client_id: string }) {
+      const browser = formSession(app.app);
+      const page = await browser.get(`/sso/login?client_id=${client.client_id}`);
+      const answer = await browser.post('/sso/login', {
+        _csrf: hiddenField(page.text, '_csrf'), step: 'password', client_id: client.client_id, login: user.username, password: user.password,
+      });
+      expect(answer.status, answer.text).toBe(303);
+      return browser;
+    }
+    const usableTokens = async (userId: number) =>
+      (await app.db.query('SELECT 1 FROM sso_tokens WHERE user_id = $1 AND used_at IS NULL AND invalidated_at IS NULL', [userId])).rowCount;
+
+    it('is invalidated with the others when the issue was first', async () => {
+      const user = await makeUser(app);
+      const client = await makeClient(app);
+      const browser = await signedInBrowser(user, client);
+      await app.db.query('UPDATE sso_tokens SET used_at = now() WHERE user_id = $1', [user.id]);
+      // the token's row refers to its user: holding the user's row stops the issue just before it commits
+      const release = await holdLocks(app.db, 'SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [user.id]);
+      const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
+      await waitForLockWaiters(app.db, 1);
+      const signingOut = browser.get('/sso/logout');
+      // the sign-out waits for the issue, or (had it not to) is through already
+      await Promise.race([signingOut, waitForLockWaiters(app.db, 2)]);
+      await release();
+      const [issued, out] = await Promise.all([issuing, signingOut]);
+      expect(out.status).toBe(200);
+      expect(issued.status, issued.text).toBe(303);
+      const token = new URL(issued.headers.location!).searchParams.get('token');
+      const validated = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+      expect(validated.body).toMatchObject({ valid: false, error: 'token_revoked' });
+      expect(await usableTokens(user.id)).toBe(0);
+    });
+
+    it('is not issued when the sign-out was first', async () => {
+      const user = await makeUser(app);
+      const client = await makeClient(app);
+      const browser = await signedInBrowser(user, client);
+      // the sign-out invalidates this unused token: holding its row stops the sign-out before it commits
+      const jti = (await app.db.query<{ jti: string }>('SELECT jti FROM sso_tokens WHERE user_id = $1', [user.id])).rows[0].jti;
+      const release = await holdLocks(app.db, 'SELECT 1 FROM sso_tokens WHERE jti = $1 FOR UPDATE', [jti]);
+      const signingOut = browser.get('/sso/logout');
+      await waitForLockWaiters(app.db, 1);
+      const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
+      await Promise.race([issuing, waitForLockWaiters(app.db, 2)]);
+      await release();
+      const [issued, out] = await Promise.all([issuing, signingOut]);
+      expect(out.status).toBe(200);
+      // signed out meanwhile: no token, the sign-in page for that client system instead
+      expect(issued.status, issued.text).toBe(303);
+      expect(issued.headers.location).toBe(`/sso/login?client_id=${client.client_id}`);
+      expect(await usableTokens(user.id)).toBe(0);
+    });
+  });
+});
