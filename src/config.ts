@@ -2,6 +2,8 @@ import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { durationKey } from './config/duration.ts';
 import { logoUrlProblem } from './pages/logo-url.ts';
+// the words of validation messages, in force before the configuration is parsed
+import './validation/messages.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])

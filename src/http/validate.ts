@@ -2,33 +2,8 @@ import type { RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 
-/** What a value of each JSON type is called in a message. */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'an object';
-  return typeof value === 'number' || typeof value === 'boolean' ? `a ${typeof value}` : typeof value === 'string' ? 'text' : typeof value;
-}
-
-const EXPECTED: Record<string, string> = { string: 'text', number: 'a number', int: 'a whole number', boolean: 'true or false', array: 'a list', object: 'an object' };
-
-/*
- * Readable messages for a value of the wrong type, process-wide (zod's own global hook), for
- * every schema that does not give its own: zod's default ("Invalid input: expected string,
- * received array") reached the pages under a field a form had sent twice. A missing value is
- * "Required", a repeated form field (a list where one value was expected) "Give one value,
- * not a list", anything else "Must be text, not a number".
- */
-z.config({
-  customError: (issue) => {
-    if (issue.code !== 'invalid_type') return undefined;
-    if (issue.input === undefined) return 'Required';
-    if (Array.isArray(issue.input) && issue.expected !== 'array') return 'Give one value, not a list';
-    const wanted = `Must be ${EXPECTED[issue.expected] ?? issue.expected}`;
-    // a number that is not the number wanted (NaN from a coerced "abc", 1.5 for a whole number)
-    return typeof issue.input === 'number' && (issue.expected === 'number' || issue.expected === 'int') ? wanted : `${wanted}, not ${kindOf(issue.input)}`;
-  },
-});
+// the words of validation messages, process-wide
+import '../validation/messages.ts';
 
 /** Checks one part of the request against `schema` and keeps the typed result in res.locals. */
 function validatePart(part: 'body' | 'query', schema: z.ZodType): RequestHandler {

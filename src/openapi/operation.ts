@@ -7,7 +7,7 @@ export type { Access, DocResponse } from '../routes/declare.ts';
 export type Operation = Omit<AnyRoute, 'handle' | 'onError' | 'before' | 'when'>;
 
 export const err = (description: string, example?: Record<string, unknown>): DocResponse => ({ description, schema: R.errorBody, example });
-export const invalid = err('The body does not match the schema', { error: 'validation_error', message: 'The request body is invalid', details: [{ path: '<field>', message: 'Invalid input' }] });
+export const invalid = err('The body does not match the schema', { error: 'validation_error', message: 'The request body is invalid', details: [{ path: '<field>', message: 'Required' }] });
 export const limited = err('Rate limited; see Retry-After', { error: 'rate_limited', message: 'Too many requests; try again later', retry_after: 42 });
 export const unauthenticated = err('No session or access token', { error: 'unauthenticated', message: 'Sign in first' });
 export const forbidden = err('Signed in, but not an administrator', { error: 'forbidden', message: 'Administrators only' });

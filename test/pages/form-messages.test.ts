@@ -54,4 +54,31 @@ describe('messages for values of the wrong type', () => {
     const missing = await app.http.post('/api/auth/login', { login: 'alice' });
     expect(missing.body.details).toStrictEqual([{ path: 'password', message: 'Required' }]);
   });
+
+  it('a value out of range, not among the choices or of the wrong form is refused in words too', async () => {
+    const admin = (await signedIn(app, 'admin')).as;
+    const filters = await app.http.get('/api/admin/audit?outcome=bogus&limit=9999', admin);
+    expect(filters.status, filters.text).toBe(400);
+    expect(filters.body.details).toStrictEqual([
+      { path: 'outcome', message: 'Must be one of: success, failure' },
+      { path: 'limit', message: 'At most 500' },
+    ]);
+    const long = await app.http.post('/api/auth/login', { login: 'x'.repeat(300), password: '' });
+    expect(long.body.details).toStrictEqual([
+      { path: 'login', message: 'At most 254 characters' },
+      { path: 'password', message: 'Must not be empty' },
+    ]);
+    // the page form: over-long values, which browsers never send through it, still get words
+    const user = await makeUser(app);
+    const s = formSession(app.app);
+    const login = await s.get('/login');
+    expect((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: user.username, password: user.password })).status).toBe(303);
+    const form = await s.get('/account/password');
+    const r = await s.post('/account/password', {
+      _csrf: hiddenField(form.text, '_csrf'), current_password: 'x'.repeat(1100), new_password: 'four unrelated words here', confirm_password: 'four unrelated words here',
+    });
+    expect(r.status, r.text.slice(0, 300)).toBe(400);
+    expect(r.text).toContain('At most 1024 characters');
+    expect(r.text).not.toMatch(/Too big|expected string|&lt;=/);
+  });
 });
