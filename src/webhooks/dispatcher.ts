@@ -1,31 +1,13 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import { createBatchLoader } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, systemLookup } from './address-guard.ts';
-import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
+import { type AttemptCounter, createAttempts } from './attempts.ts';
 import type { EventOutbox } from './events.ts';
-import {
-  type AttemptRecord, type ClaimedDelivery, claimDueDeliveries, disableWebhook, findWebhookTargets, recordAttempts, releaseDeliveries, type WebhookTarget,
-} from './queries.ts';
-import { type AttemptOutcome, sendDelivery } from './sender.ts';
+import { type ClaimedDelivery, claimDueDeliveries, findWebhookTargets, releaseDeliveries, type WebhookTarget } from './queries.ts';
 import { failureFields } from '../http/unavailable.ts';
 
-/** How long a finished attempt waits for others to be recorded with it. */
-const RECORD_WAIT_MS = 10;
-
-/**
- * Attempts answered but not yet recorded, at most, per slot: past that (a slow database), an
- * answered attempt keeps its slot until it is recorded, so the dispatcher slows down with
- * the database instead of holding ever more outcomes in memory.
- *
- * Why slots are freed before recording: recording waits RECORD_WAIT_MS for company and then
- * for its statement, together longer than a loopback attempt itself. When a slot was held
- * until then, 64 slots capped delivery near 3,500 a second on a quiet 2-core machine, and
- * lower when PostgreSQL was slow: below the rate token issue reached, and user.login
- * deliveries queued for seconds behind each other (docs/performance.md, "Webhook latency").
- */
-const UNRECORDED_PER_SLOT = 4;
+export type { AttemptCounter } from './attempts.ts';
 
 /**
  * Deliveries waiting in memory for a slot, at most, per slot; the surplus is given back to
@@ -57,11 +39,6 @@ export function deliveryLeaseMs(config: Pick<Config, 'WEBHOOK_TIMEOUT_MS'>): num
   return config.WEBHOOK_TIMEOUT_MS * 2 + 10_000;
 }
 
-/** Where the outcome of each attempt is counted. */
-export interface AttemptCounter {
-  inc(labels: { outcome: 'succeeded' | 'retry' | 'failed' }): void;
-}
-
 export interface DispatcherOptions {
   db: Db;
   config: Pick<Config, 'NODE_ENV' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_BACKOFF_MS'>;
@@ -72,7 +49,7 @@ export interface DispatcherOptions {
   /**
    * Attempts in flight at once, so one slow receiver does not hold up the others. A slot is
    * held while the request is on its way; recording its outcome does not hold one (see
-   * UNRECORDED_PER_SLOT).
+   * UNRECORDED_PER_SLOT in attempts.ts).
    */
   concurrency?: number;
   lookup?: Lookup;
@@ -119,22 +96,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   let busy = 0;
   /** Every attempt not yet finished (sent and recorded): what stop() waits for. */
   const attempts = new Set<Promise<void>>();
-  /** Attempts answered and waiting for their record. */
-  let unrecorded = 0;
-  const maxUnrecorded = concurrency * UNRECORDED_PER_SLOT;
   /** Deliveries we hold the lease for (handed over, or claimed beyond the free slots), waiting for a slot. */
   const handed: Held[] = [];
   let refilling = false;
   /** Deliveries being given back to the table: stop() waits for them. */
   const releases = new Set<Promise<void>>();
-  // Attempts that finish within a few milliseconds of each other are recorded in one
-  // statement: the receiver already has its event, and at a steady load one statement per
-  // attempt cost PostgreSQL more than the attempts did.
-  const recorder = createBatchLoader<AttemptRecord, true>(async (records) => {
-    await recordAttempts(db, records);
-    return records.map(() => true as const);
-  }, { waitMs: RECORD_WAIT_MS });
-  const retryTimers = new Set<NodeJS.Timeout>();
+  const attempter = createAttempts({
+    db, config, logger, policy, lookup, concurrency, metrics: options.metrics, onRetryDue: () => void pump(),
+  });
 
   async function pump(): Promise<void> {
     if (stopped) return;
@@ -185,7 +154,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       if (handed.length > 0) void refill();
       else if (backlog) void pump();
     };
-    const running = attempt(delivery, free).finally(() => {
+    const running = attempter.make(delivery, free).finally(() => {
       attempts.delete(running);
       free();
     });
@@ -293,67 +262,6 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     releases.add(releasing);
   }
 
-  /** Sends, then records the outcome; `answered` is called once the receiver's answer is in, unless too many wait to be recorded. */
-  async function attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
-    const outcome = await sendDelivery(delivery, { timeoutMs: config.WEBHOOK_TIMEOUT_MS, policy, lookup });
-    unrecorded++;
-    // A 410 keeps its slot until the webhook is disabled: the deliveries waiting behind it
-    // would otherwise read it still active and go out.
-    if (unrecorded <= maxUnrecorded && outcome.statusCode !== 410) answered();
-    try {
-      await recordOutcome(delivery, outcome);
-    } finally {
-      unrecorded--;
-    }
-  }
-
-  async function recordOutcome(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
-    const gone = outcome.statusCode === 410;
-    const retry = !outcome.ok && !gone && hasRetriesLeft(delivery.attempts);
-    const retryInMs = retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null;
-    const error = outcome.error ?? (outcome.ok ? null : `HTTP ${outcome.statusCode}`);
-    const record: AttemptRecord = {
-      id: delivery.id,
-      attempt: delivery.attempts,
-      status: outcome.ok ? 'succeeded' : retry ? 'pending' : 'failed',
-      statusCode: outcome.statusCode,
-      error,
-      retryInMs,
-      durationMs: outcome.durationMs,
-    };
-    try {
-      if (gone) {
-        await db.transaction(async (tx) => {
-          await recordAttempts(tx, [record]);
-          await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
-        });
-      } else {
-        await recorder.load(record);
-      }
-    } catch (err) {
-      // Unrecorded, the lease runs out and the attempt is made again: at least once.
-      const fields = failureFields(err);
-      // an outage is expected and survived (the attempt is made again); anything else is a bug
-      if ('outage' in fields) logger.warn({ ...fields, delivery: delivery.id }, 'could not record a webhook attempt');
-      else logger.error({ ...fields, delivery: delivery.id }, 'could not record a webhook attempt');
-      return;
-    }
-    options.metrics?.webhookDeliveries.inc({ outcome: outcome.ok ? 'succeeded' : retry ? 'retry' : 'failed' });
-    const log = { delivery: delivery.id, webhook: delivery.webhook_id, event: delivery.event, attempt: delivery.attempts };
-    if (outcome.ok) logger.debug({ ...log, status: outcome.statusCode, ms: outcome.durationMs }, 'webhook delivered');
-    else logger.warn({ ...log, status: outcome.statusCode, error, retryInMs }, gone ? 'webhook disabled by 410' : 'webhook attempt failed');
-    if (retryInMs !== null && !stopped) {
-      // Wake up exactly when the retry is due rather than at the next poll, so the
-      // configured backoff is what the receiver sees.
-      const timer = setTimeout(() => {
-        retryTimers.delete(timer);
-        void pump();
-      }, retryInMs + 5);
-      timer.unref();
-      retryTimers.add(timer);
-    }
-  }
-
   const unsubscribe = outbox.onWake(() => void pump());
   const stopTaking = outbox.onHandOff(leaseMs, take);
   const poll = setInterval(() => void pump(), pollMs);
@@ -366,8 +274,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       unsubscribe();
       stopTaking();
       clearInterval(poll);
-      for (const t of retryTimers) clearTimeout(t);
-      retryTimers.clear();
+      attempter.stop();
       // In-flight attempts finish and are recorded; nothing new is claimed.
       while (attempts.size > 0 || pumping || refilling) {
         await Promise.allSettled([...attempts]);
