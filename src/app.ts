@@ -7,6 +7,7 @@ import { fastJsonBody } from './http/fast-json.ts';
 import { apiHeaders, headersByKind, pageHeaders } from './http/security-headers.ts';
 import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
+import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
@@ -101,8 +102,10 @@ const SERVER_OPTIONS = new WeakMap<Express, http.ServerOptions>();
  * The HTTP server for an app made by createApp: its requests and responses are born with the
  * prototypes Express and the fast path give them (src/routes/fast-path.ts, bornAs), which
  * makes token issue and validation markedly cheaper. `http.createServer(app)` (supertest)
- * serves the same answers.
+ * serves the same answers. Requests Node's parser refuses are answered in JSON too.
  */
 export function createServer(app: Express): http.Server {
-  return http.createServer(SERVER_OPTIONS.get(app) ?? {}, app);
+  const server = http.createServer(SERVER_OPTIONS.get(app) ?? {}, app);
+  answerUnparsedRequests(server);
+  return server;
 }
