@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
-import { allowSeedCommit, clientStates, guardSeedCommit, transactionId } from './queries.ts';
+import { allowSeedCommit, clientStates, guardSeedCommit, lockSeedRuns, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {
@@ -48,6 +48,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     // A COMMIT the scan missed fails (see guardSeedCommit); a ROLLBACK cannot be made to fail,
     // but it shows: the statements after it run in a transaction of their own, with another id.
     await guardSeedCommit(tx);
+    await lockSeedRuns(tx);
     const run = await transactionId(tx);
     const before = await clientStates(tx);
     for (const file of files) {

@@ -33,6 +33,15 @@ export async function guardSeedCommit(tx: Queryable): Promise<void> {
   INSERT INTO pg_temp.seed_run_guard VALUES (1);`);
 }
 
+/**
+ * Makes seed runs wait for each other (a transaction-level advisory lock, released at its
+ * end): two runs at once each read the clients before the other's commit, and both reported
+ * the same client as created. Taken before the run reads what there was.
+ */
+export async function lockSeedRuns(tx: Queryable): Promise<void> {
+  await tx.query("SELECT pg_advisory_xact_lock(hashtext('auth-service seed run'))");
+}
+
 /** The runner's own COMMIT, the one guardSeedCommit lets through: to be called last in the run. */
 export async function allowSeedCommit(tx: Queryable): Promise<void> {
   await tx.query("SELECT set_config('auth.seed_commit', 'runner', true)");

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../src/clients/credentials.ts';
+import { applySeeds } from '../../src/seeds/apply.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { admin } from '../helpers/cli.ts';
 import { makeUser } from '../helpers/factories.ts';
@@ -149,6 +150,15 @@ describe('client systems as SQL seeds', () => {
     expect(updates).toHaveLength(1);
     expect(updates[0].details).toMatchObject({ via: 'seed', changed: { client_name: 'Changed', allowed_ips: ['10.1.0.0/16'] } });
     expect((await deliveries(app, hook, 'client.registered')).filter((d) => d.client_id === c.id), 'still one event').toHaveLength(1);
+  });
+
+  it('of runs at once applying the same new client, one reports it created and the others unchanged', async () => {
+    const c = newClient();
+    const file = { name: 'seeds/clients.sql', sql: seedSql([c]) };
+    const results = await Promise.all(Array.from({ length: 4 }, () => applySeeds(app.db, [file])));
+    expect(results.map((r) => r.created.includes(c.id)).filter(Boolean), JSON.stringify(results)).toHaveLength(1);
+    expect(results.filter((r) => !r.created.includes(c.id)).map((r) => [r.updated.includes(c.id), r.unchanged > 0])).toStrictEqual(Array(3).fill([false, true]));
+    expect((await auditOf(app, 'client.create')).filter((r) => r.client_id === c.id), 'and the database created it once').toHaveLength(1);
   });
 
   it('reports a change of the logo or of the previous secret as an update, as the audit log does', async () => {
