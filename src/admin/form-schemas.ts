@@ -3,6 +3,8 @@ import { z } from 'zod';
 /** HTML forms send strings; checkboxes are present ("on") or absent. */
 const text = (max: number) => z.string().max(max);
 const checkbox = z.string().max(10).optional();
+/** The form's one-time key (src/admin/once.ts); one of another shape is ignored there. */
+const submission = z.string().max(100).optional();
 
 /** Register or edit a client system in the panel. */
 export const clientForm = z.object({
@@ -12,11 +14,13 @@ export const clientForm = z.object({
   allow_everything: checkbox,
   /** A path under /assets or a data: image; blank for none. */
   logo_url: text(15000).default(''),
+  submission,
 });
 
 /** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */
 export const regenerateForm = z.object({
   grace_seconds: text(10).regex(/^\d{1,9}$/, 'choose how long the old secret keeps working').default('0'),
+  submission,
 });
 
 export const activeForm = z.object({ active: z.enum(['true', 'false']) });

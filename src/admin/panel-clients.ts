@@ -6,6 +6,7 @@ import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
 import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
+import { newSubmissionKey, oncePerSubmission } from './once.ts';
 import { checked, refusedForm, renderAdmin, splitList } from './panel-common.ts';
 
 type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
@@ -24,6 +25,9 @@ function previousUntilOf(c: ClientRecord): string | null {
  */
 export function clientPanel(deps: { clients: ClientService }) {
   const { clients } = deps;
+  // the forms whose answer shows a new secret, once each (see oncePerSubmission)
+  const registerOnce = oncePerSubmission<Awaited<ReturnType<ClientService['createClient']>>>();
+  const rotateOnce = oncePerSubmission<Awaited<ReturnType<ClientService['rotateSecret']>>>();
 
   async function clientOr404(req: Request): Promise<ClientRecord> {
     const client = await clients.findClient(clientIdParam(req));
@@ -36,6 +40,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       section: 'clients',
       clients: (await clients.listClients()).map(toPublicClient),
       form,
+      submission: newSubmissionKey(),
     }, refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -62,13 +67,13 @@ export function clientPanel(deps: { clients: ClientService }) {
 
   const create: RequestHandler = async (req, res) => {
     const form = input(res, clientForm);
-    const { client, secret } = await clients.createClient({
+    const { client, secret } = await registerOnce(req, form.submission, () => clients.createClient({
       name: form.client_name,
       callbackUrl: form.callback_url,
       allowedIps: splitList(form.allowed_ips),
       allowEverything: checked(form.allow_everything),
       logoUrl: form.logo_url,
-    }, actorOf(req, res, 'admin_panel'));
+    }, actorOf(req, res, 'admin_panel')));
     renderRevealed(req, res, client, { secret, reason: 'created' });
   };
 
@@ -100,13 +105,14 @@ export function clientPanel(deps: { clients: ClientService }) {
   };
 
   const confirmRegenerate: RequestHandler = async (req, res) => {
-    renderAdmin(req, res, 'client-regenerate', { section: 'clients', client: toPublicClient(await clientOr404(req)) });
+    renderAdmin(req, res, 'client-regenerate', { section: 'clients', client: toPublicClient(await clientOr404(req)), submission: newSubmissionKey() });
   };
 
   const regenerate: RequestHandler = async (req, res) => {
     const client = await clientOr404(req);
-    const graceSeconds = Number(input(res, regenerateForm).grace_seconds);
-    const rotated = await clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds });
+    const form = input(res, regenerateForm);
+    const graceSeconds = Number(form.grace_seconds);
+    const rotated = await rotateOnce(req, form.submission, () => clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds }));
     renderRevealed(req, res, rotated.client, { secret: rotated.secret, reason: 'regenerated', previous_until: previousUntilOf(rotated.client) });
   };
 

@@ -184,6 +184,43 @@ describe('admin panel over HTTP', () => {
     await app.services.clients.authenticateClient(clientId, fresh!);
   });
 
+  it('a form whose answer shows a new secret, sent twice, does its work once and shows the same secret both times', async () => {
+    const s = await signInPage(app, adminUser);
+    const shown = (page: { text: string }) => page.text.match(/id="client-secret" type="text" readonly value="([A-Za-z0-9_-]{43})"/)?.[1];
+    const list = await s.get('/admin/clients');
+    const name = `Clicked Twice ${Date.now()}`;
+    const register = { _csrf: hiddenField(list.text, '_csrf'), submission: hiddenField(list.text, 'submission'), client_name: name, callback_url: 'https://twice.example/cb', allowed_ips: '127.0.0.1' };
+    // both at once (a double click), as a browser without JavaScript sends them
+    const [a, b] = await Promise.all([s.post('/admin/clients', register), s.post('/admin/clients', register)]);
+    expect([a.status, b.status], b.text.slice(0, 300)).toStrictEqual([200, 200]);
+    expect(shown(a)).toBeTruthy();
+    expect(shown(b), 'the answer the browser keeps shows the secret that works').toBe(shown(a));
+    const registered = (await app.db.query<{ client_id: string }>('SELECT client_id FROM clients WHERE client_name = $1', [name])).rows;
+    expect(registered, 'one client system, not two').toHaveLength(1);
+    const clientId = registered[0].client_id;
+    await app.services.clients.authenticateClient(clientId, shown(a)!);
+
+    // a rotation with a grace period, sent again after the first answered: a second one would be
+    // refused (only one previous secret is kept) and the first's secret never seen
+    const confirm = await s.get(`/admin/clients/${clientId}/regenerate`);
+    const rotate = { _csrf: hiddenField(confirm.text, '_csrf'), submission: hiddenField(confirm.text, 'submission'), grace_seconds: '3600' };
+    const first = await s.post(`/admin/clients/${clientId}/regenerate`, rotate);
+    const again = await s.post(`/admin/clients/${clientId}/regenerate`, rotate);
+    expect([first.status, again.status], again.text.slice(0, 300)).toStrictEqual([200, 200]);
+    expect(shown(again)).toBe(shown(first));
+    expect(shown(first)).not.toBe(shown(a));
+    await app.services.clients.authenticateClient(clientId, shown(first)!);
+    await app.services.clients.authenticateClient(clientId, shown(a)!); // the old one, in its grace period
+    const rotations = (await app.db.query("SELECT 1 FROM audit_log WHERE action = 'client.rotate_secret' AND client_id = $1", [clientId])).rowCount;
+    expect(rotations, 'one rotation').toBe(1);
+
+    // the form shown anew is a new submission: refused as a second grace rotation is
+    const next = await s.get(`/admin/clients/${clientId}/regenerate`);
+    const refused = await s.post(`/admin/clients/${clientId}/regenerate`, { ...rotate, submission: hiddenField(next.text, 'submission') });
+    expect(refused.status).toBe(303);
+    expect((await s.get(refused.headers.location!)).text).toContain('is still accepted until');
+  });
+
   it('saves a user\'s profile form auditing only what changed, and says so when nothing did', async () => {
     const member = await makeUser(app, { fullName: 'Form Name' });
     const s = await signInPage(app, adminUser);
