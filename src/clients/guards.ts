@@ -4,6 +4,7 @@ import { clientIp } from '../http/client-ip.ts';
 import { ClientChanged, type ClientRecord } from './client.ts';
 import type { ClientService } from './service.ts';
 import { isIpAllowed } from './allowlist.ts';
+import type { FailureLimit } from '../http/failure-limit.ts';
 
 /** The client authenticated earlier in the chain by `authenticateClient`. */
 export function authenticatedClient(res: { locals: Record<string, unknown> }): ClientRecord {
@@ -13,27 +14,41 @@ export function authenticatedClient(res: { locals: Record<string, unknown> }): C
 /** The credentials of the (validated) JSON body. */
 const credentialsOf = (res: { locals: Record<string, unknown> }) => res.locals.input as { client_id: string; client_secret: string };
 
+function tooManyFailures(retryAfter: number): AppError {
+  return new AppError(429, 'rate_limited', 'Too many failed client authentications from this address; try again later', {
+    extra: { retry_after: retryAfter },
+    headers: { 'Retry-After': String(retryAfter) },
+  });
+}
+
 /**
  * Requires valid client_id and client_secret in the (validated) JSON body: 401 invalid_client.
+ * Each failure counts toward `failures`, per caller address: past its limit that address is
+ * answered 429 rate_limited, before its credentials are looked at, until the window ends.
  * With `kept`, a client record kept in memory may decide (src/clients/cache.ts): only for
  * the hot routes, whose statements write only while the client's row is the one the record
  * was read from and whose refusals `onCurrentClient` confirms (res.locals.clientConfirmed
  * says whether the record was read for this request).
  */
-export function authenticateClient(clients: ClientService, options: { kept?: boolean } = {}): RequestHandler {
-  if (!options.kept) {
-    return async (_req, res, next) => {
-      const body = credentialsOf(res);
-      res.locals.client = await clients.authenticateClient(body.client_id, body.client_secret);
-      res.locals.clientConfirmed = true;
-      next();
-    };
-  }
-  return async (_req, res, next) => {
+export function authenticateClient(clients: ClientService, failures: FailureLimit, options: { kept?: boolean } = {}): RequestHandler {
+  const check = options.kept
+    ? (id: string, secret: string) => clients.authenticateClientFast(id, secret)
+    : async (id: string, secret: string) => ({ client: await clients.authenticateClient(id, secret), confirmed: true });
+  return async (req, res, next) => {
+    const address = clientIp(req);
+    const wait = failures.refusedFor(address);
+    if (wait > 0) throw tooManyFailures(wait);
     const body = credentialsOf(res);
-    const { client, confirmed } = await clients.authenticateClientFast(body.client_id, body.client_secret);
-    res.locals.client = client;
-    res.locals.clientConfirmed = confirmed;
+    let checked: { client: ClientRecord; confirmed: boolean };
+    try {
+      checked = await check(body.client_id, body.client_secret);
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'invalid_client')) throw err;
+      const refused = await failures.count(address);
+      throw refused > 0 ? tooManyFailures(refused) : err;
+    }
+    res.locals.client = checked.client;
+    res.locals.clientConfirmed = checked.confirmed;
     next();
   };
 }

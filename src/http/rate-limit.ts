@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { clientIp } from './client-ip.ts';
 import { AppError } from './errors.ts';
+import { createFailureLimit, type FailureLimit } from './failure-limit.ts';
 import { outageCause } from './unavailable.ts';
 
 /**
@@ -96,6 +97,8 @@ export interface RateLimiters {
   tokenIssue: RequestHandler;
   /** User management and admin API, per authenticated user (res.locals.user). */
   user: RequestHandler;
+  /** Failed client authentications, per IP address (src/clients/guards.ts). */
+  clientAuthFailures: FailureLimit;
   close(): Promise<void>;
 }
 
@@ -108,7 +111,7 @@ export interface RateLimiters {
  * through would switch the login and validation limits off during every Redis outage.
  */
 export function createRateLimiters(
-  config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_TOKEN_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN'>,
+  config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_TOKEN_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN' | 'RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN'>,
   metrics?: Pick<Metrics, 'rateLimited'>,
   logger?: Pick<Logger, 'warn'>,
 ): RateLimiters {
@@ -163,6 +166,7 @@ export function createRateLimiters(
       const user = res.locals.user as { id: number } | undefined;
       return user ? `u${user.id}` : `ip:${ipKeyGenerator(clientIp(req))}`;
     }),
+    clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures')),
     async close() {
       await redis?.quit().catch(() => {});
     },

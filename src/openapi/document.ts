@@ -88,6 +88,10 @@ function implicitResponses(op: Operation): Record<number, DocResponse> {
     r[413] = pageError('The form is over 16 KiB or has too many fields');
   }
   if (op.limit && op.limit !== 'none') r[429] = page ? pageError('Rate limited; see Retry-After') : limited;
+  if (op.access === 'client' || op.access === 'client+ip') {
+    r[429] ??= err('Too many failed client authentications from this address (`rate_limited`, RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN); see Retry-After',
+      { error: 'rate_limited', message: 'Too many failed client authentications from this address; try again later', retry_after: 42 });
+  }
   // NUL and lone surrogates in the path, query or body are refused before any route code runs
   r[400] ??= page ? pageError('The path, query or form holds text that cannot be stored') : err('The path, query or body holds text that cannot be stored (`validation_error`)');
   r[500] = page ? pageError('An unexpected error; the page shows the request id to quote') : err('An unexpected error (`internal_error`); quote `request_id` when reporting it', { error: 'internal_error', message: 'Internal server error', request_id: 'req-8f2c1a' });

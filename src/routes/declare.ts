@@ -18,7 +18,7 @@ import type { UserRecord } from '../users/user.ts';
 export type Access = 'public' | 'client' | 'client+ip' | 'user' | 'admin' | 'page' | 'page-user' | 'page-admin';
 
 /** The rate limits a route can be under (src/http/rate-limit.ts), or explicitly none. */
-export type LimitName = keyof Omit<RateLimiters, 'close'>;
+export type LimitName = keyof Omit<RateLimiters, 'close' | 'clientAuthFailures'>;
 
 /** What a route's handler factory is given: the wired services and the rate limiters. */
 export interface RouteServices extends Services {

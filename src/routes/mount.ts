@@ -70,7 +70,7 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
   if (byClient) {
     if (!route.body) throw new Error(`${route.method} ${route.path}: client credentials travel in the body; declare one`);
     // a hot route may decide on a client record kept in memory: onCurrentClient (below) makes it good
-    chain.push(validateBody(route.body), authenticateClient(s.clients, { kept: route.hot }));
+    chain.push(validateBody(route.body), authenticateClient(s.clients, s.limiters.clientAuthFailures, { kept: route.hot }));
     if (route.access === 'client+ip') chain.push(requireAllowedIp);
     chain.push(...limit);
   } else {

@@ -4,7 +4,16 @@ import { startTestApp, unique, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { type HttpResponse, send } from '../helpers/http.ts';
 
-const LIMITS = { RATE_LIMIT_LOGIN_PER_MIN: '10', RATE_LIMIT_VALIDATE_PER_MIN: '100', RATE_LIMIT_USER_PER_MIN: '5' };
+const LIMITS = { RATE_LIMIT_LOGIN_PER_MIN: '10', RATE_LIMIT_VALIDATE_PER_MIN: '100', RATE_LIMIT_USER_PER_MIN: '5', RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN: '3' };
+
+/** A 429 for failed client authentications: no quota to report, so Retry-After without RateLimit headers. */
+function assertRefusedAddress(r: HttpResponse): void {
+  expect(r.status, r.text).toBe(429);
+  expect(r.body.error).toBe('rate_limited');
+  expect(r.body.message).toMatch(/failed client authentications/);
+  expect(Number.isInteger(r.body.retry_after) && r.body.retry_after >= 1 && r.body.retry_after <= 60, `retry_after ${r.body.retry_after}`).toBeTruthy();
+  expect(r.headers['retry-after']).toBe(String(r.body.retry_after));
+}
 
 function assertRateLimited(r: HttpResponse): void {
   expect(r.status, r.text).toBe(429);
@@ -66,6 +75,25 @@ describe('rate limits', () => {
     expect((await validate(other)).status, 'the other client still reaches the validator').toBe(401);
   });
 
+  it('refuses an address after too many failed client authentications, even with the right secret; successes do not count; another address is unaffected', async () => {
+    const user = await makeUser(app);
+    const client = await makeClient(app, { allowedIps: ['127.0.0.0/8'] });
+    const issue = (from: string, body: Record<string, string>) =>
+      send(app.app, '/api/sso/token', { method: 'POST', body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username, ...body }, localAddress: from });
+    for (let i = 0; i < 5; i++) expect((await issue('127.0.0.5', {})).status, 'a success is no failure').toBe(200);
+    // a wrong secret and an unknown client id both count
+    expect((await issue('127.0.0.5', { client_secret: 'wrong' })).status).toBe(401);
+    expect((await issue('127.0.0.5', { client_id: unique('nope').toLowerCase() })).status).toBe(401);
+    expect((await issue('127.0.0.5', { client_secret: 'wrong' })).status).toBe(401);
+    assertRefusedAddress(await issue('127.0.0.5', { client_secret: 'wrong' }));
+    assertRefusedAddress(await issue('127.0.0.5', {}));
+    const validated = await send(app.app, '/api/sso/validate', {
+      method: 'POST', body: { client_id: client.client_id, client_secret: client.client_secret, token: 'not.a.token' }, localAddress: '127.0.0.5',
+    });
+    assertRefusedAddress(validated);
+    expect((await issue('127.0.0.6', {})).status, 'another address is heard').toBe(200);
+  });
+
   it('limits user endpoints per signed-in user', async () => {
     const [alice, bob] = [await makeUser(app), await makeUser(app)];
     const tokenOf = async (u: { username: string; password: string }) =>
@@ -98,6 +126,17 @@ describe.skipIf(!process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set')('rate l
     for (let i = 0; i < 100; i++) expect((await validate(i % 2 === 0 ? first : second)).status, `validation ${i + 1}`).toBe(401);
     assertRateLimited(await validate(first));
     assertRateLimited(await validate(second));
+  });
+
+  it('counts failed client authentications of one address across two instances', async () => {
+    const client = await makeClient(first);
+    const ip = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(1).toString('hex')}00::1`;
+    const validate = (app: TestApp, secret: string) => app.http.post('/api/sso/validate',
+      { client_id: client.client_id, client_secret: secret, token: 'not.a.token' }, { headers: { 'x-forwarded-for': ip } });
+    for (let i = 0; i < 3; i++) expect((await validate(i % 2 === 0 ? first : second, 'wrong')).status, `failure ${i + 1}`).toBe(401);
+    assertRefusedAddress(await validate(second, 'wrong'));
+    assertRefusedAddress(await validate(first, 'wrong'));
+    assertRefusedAddress(await validate(first, client.client_secret));
   });
 
   it('counts logins of one IP across two instances', async () => {

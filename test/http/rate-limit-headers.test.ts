@@ -21,7 +21,7 @@ describe('RateLimit headers', () => {
 
   it('are byte for byte those of express-rate-limit draft-8, under the limit and past it, per key', async () => {
     const limiters = createRateLimiters({
-      REDIS_URL: undefined, RATE_LIMIT_LOGIN_PER_MIN: 3, RATE_LIMIT_VALIDATE_PER_MIN: 3, RATE_LIMIT_TOKEN_PER_MIN: 3, RATE_LIMIT_USER_PER_MIN: 3,
+      REDIS_URL: undefined, RATE_LIMIT_LOGIN_PER_MIN: 3, RATE_LIMIT_VALIDATE_PER_MIN: 3, RATE_LIMIT_TOKEN_PER_MIN: 3, RATE_LIMIT_USER_PER_MIN: 3, RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN: 3,
     });
     const library = rateLimit({
       windowMs: 60_000, limit: 3, standardHeaders: 'draft-8', legacyHeaders: false, identifier: 'validate', validate: false,
