@@ -89,7 +89,7 @@ function implicitResponses(op: Operation): Record<number, DocResponse> {
   }
   if (op.limit && op.limit !== 'none') r[429] = page ? pageError('Rate limited; see Retry-After') : limited;
   if (op.access === 'client' || op.access === 'client+ip') {
-    r[429] ??= err('Too many failed client authentications from this address (`rate_limited`, RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN); see Retry-After',
+    r[429] ??= err('Too many failed client authentications from this address (`rate_limited`); see Retry-After',
       { error: 'rate_limited', message: 'Too many failed client authentications from this address; try again later', retry_after: 42 });
   }
   // NUL and lone surrogates in the path, query or body are refused before any route code runs
