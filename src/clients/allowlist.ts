@@ -130,5 +130,11 @@ export function isIpAllowed(ip: string, entries: readonly string[]): boolean {
 function matchesAny(ip: string, entries: readonly string[]): boolean {
   if (!ipaddr.isValid(ip)) return false;
   const addr = ipaddr.process(ip);
-  return compile(entries).some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
+  // An IPv4 caller is also the IPv4-mapped IPv6 address ::ffff:a.b.c.d (how a dual-stack
+  // socket shows it). A range of /96 or longer in that space is stored as IPv4
+  // (normalizeAllowListEntry); a wider IPv6 range holding it (::/0, ::/64, ::ffff:0:0/95)
+  // admits IPv4 callers as well.
+  const mapped = addr.kind() === 'ipv4' ? (addr as ipaddr.IPv4).toIPv4MappedAddress() : null;
+  return compile(entries).some(([net, bits]) =>
+    net.kind() === addr.kind() ? addr.match(net, bits) : mapped !== null && bits < 96 && mapped.match(net as ipaddr.IPv6, bits));
 }

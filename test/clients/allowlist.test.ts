@@ -32,6 +32,16 @@ describe('allow-list entries (pure logic)', () => {
     expect(isIpAllowed('10.0.0.1', [])).toBe(false);
   });
 
+  it('admits an IPv4 caller by an IPv6 range wider than /96 that holds the IPv4-mapped space, and only by such a one', () => {
+    expect(isIpAllowed('203.0.113.9', ['::/0'])).toBe(true);
+    expect(isIpAllowed('203.0.113.9', ['::/64'])).toBe(true);
+    expect(isIpAllowed('203.0.113.9', ['::ffff:0:0/95'])).toBe(true);
+    expect(isIpAllowed('203.0.113.9', ['2001:db8::/32'])).toBe(false);
+    expect(isIpAllowed('203.0.113.9', ['::1'])).toBe(false);
+    expect(isIpAllowed('203.0.113.9', ['64:ff9b::/96'])).toBe(false); // NAT64 is not the mapped space
+    expect(isIpAllowed('2001:db8::1', ['0.0.0.0/0']), 'an IPv4 range admits no IPv6 caller').toBe(false);
+  });
+
   it('answers each list for itself, however many times and callers it is asked about (its answers are remembered)', () => {
     const narrow = ['10.0.0.0/16'];
     const wide = ['10.0.0.0/8'];

@@ -24,6 +24,13 @@ describe('IP allow list on the token endpoints', () => {
     expect(outside.body.error).toBe('ip_not_allowed');
   });
 
+  it('admits an IPv4 caller by an IPv6 range that holds the IPv4-mapped space, as a dual-stack socket shows it', async () => {
+    const client = await makeClient(app, { allowedIps: ['::/64'] });
+    const user = await makeUser(app);
+    expect((await tokenFrom('127.0.0.2', client, user.username)).status).toBe(200);
+    expect((await tokenFrom('127.0.0.2', await makeClient(app, { allowedIps: ['2001:db8::/32'] }), user.username)).status).toBe(403);
+  });
+
   it('tells two single addresses apart', async () => {
     const client = await makeClient(app, { allowedIps: ['127.0.0.2'] });
     const user = await makeUser(app);
