@@ -95,9 +95,16 @@ export async function storePasswordAndActivate(q: Queryable, userId: number, pas
   await q.query('UPDATE users SET password_hash = $2, active = true, updated_at = now() WHERE id = $1', [userId, passwordHash]);
 }
 
-/** Locks the user's row for the rest of the transaction. */
+/**
+ * Locks the user's row for the rest of the transaction against every other writer of it and
+ * against sign-ins (credentialsNow, saveSignedInSession: FOR SHARE). FOR NO KEY UPDATE, the
+ * lock an UPDATE of the row takes, not FOR UPDATE: that would also block inserting a row that
+ * refers to the user (its foreign-key check), and an SSO token being issued in a session this
+ * transaction is about to end holds that session's row while it inserts: each would wait for
+ * the other (a deadlock, answered 500). Every lock on a user's row here is of this kind.
+ */
 export async function lockUserRow(q: Queryable, userId: number): Promise<void> {
-  await q.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId]);
+  await q.query('SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId]);
 }
 
 /**

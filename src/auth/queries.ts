@@ -160,7 +160,7 @@ export async function setTotpEnabled(q: Queryable, userId: number, enabled: bool
 /** The TOTP state of a user. */
 export async function findTotpState(q: Queryable, userId: number, options: { lock?: boolean } = {}): Promise<{ totp_enabled: boolean; totp_secret: string | null } | null> {
   const r = await q.query<{ totp_enabled: boolean; totp_secret: string | null }>(
-    `SELECT totp_enabled, totp_secret FROM users WHERE id = $1${options.lock ? ' FOR UPDATE' : ''}`,
+    `SELECT totp_enabled, totp_secret FROM users WHERE id = $1${options.lock ? ' FOR NO KEY UPDATE' : ''}`,
     [userId],
   );
   return r.rows[0] ?? null;

@@ -48,7 +48,7 @@ export async function setUserActive(q: Queryable, username: string, active: bool
   // was_active: what the row said before (locked, so a concurrent change waits): a deactivation
   // signs the user out only when they were active
   const r = await q.query<UserRecord & { was_active: boolean }>(
-    `WITH before AS (SELECT id AS bid, active AS was_active FROM users WHERE username = $1 FOR UPDATE)
+    `WITH before AS (SELECT id AS bid, active AS was_active FROM users WHERE username = $1 FOR NO KEY UPDATE)
      UPDATE users SET active = $2, updated_at = now() FROM before WHERE id = before.bid RETURNING ${USER_COLUMNS}, before.was_active`,
     [username, active],
   );
@@ -81,7 +81,7 @@ export async function updateUserProfile(
   type Row = { id: number; username: string; was_email: string; was_full_name: string; was_role: string; was_active: boolean } & ProfileFields;
   const r = await q.query<Row>(
     `WITH before AS (SELECT id AS bid, email AS was_email, full_name AS was_full_name, role AS was_role, active AS was_active
-                       FROM users WHERE id = $1 FOR UPDATE)
+                       FROM users WHERE id = $1 FOR NO KEY UPDATE)
      UPDATE users SET email = COALESCE($2, email), full_name = COALESCE($3, full_name), role = COALESCE($4, role),
        active = COALESCE($5, active),
        updated_at = CASE WHEN (COALESCE($2, email), COALESCE($3, full_name), COALESCE($4, role), COALESCE($5, active))
@@ -96,9 +96,9 @@ export async function updateUserProfile(
   return { ...after, before: { email, full_name: fullName, role, active } };
 }
 
-/** Locks every active administrator's row for the rest of the transaction. */
+/** Locks every active administrator's row for the rest of the transaction (as lockUserRow does). */
 export async function lockActiveAdmins(q: Queryable): Promise<void> {
-  await q.query("SELECT id FROM users WHERE role = 'admin' AND active FOR UPDATE");
+  await q.query("SELECT id FROM users WHERE role = 'admin' AND active FOR NO KEY UPDATE");
 }
 
 /** How many active administrators there are. */

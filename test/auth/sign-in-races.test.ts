@@ -128,6 +128,31 @@ describe('sign-in and sign-out meeting each other', () => {
       expect(await usableTokens(user.id)).toBe(0);
     });
 
+    it('meets a password change holding the user\'s row without a deadlock: the token is issued, then invalidated by the change', async () => {
+      const user = await makeUser(app);
+      const client = await makeClient(app);
+      const browser = await signedInBrowser(user, client);
+      const bearer = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token as string;
+      // the change locks the user's row first, then clears this row: holding it stops the change there
+      await app.db.query('INSERT INTO login_attempts (login, failed_count) VALUES ($1, 0)', [user.username]);
+      const release = await holdLocks(app.db, 'SELECT 1 FROM login_attempts WHERE login = $1 FOR UPDATE', [user.username]);
+      const changing = app.http.post('/api/user/password', { current_password: user.password, new_password: NEW_PASSWORD }, { headers: { authorization: `Bearer ${bearer}` } });
+      await waitForLockWaiters(app.db, 1);
+      // the issue holds the browser's session row, and its token's row refers to the user's
+      const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
+      await Promise.race([issuing, waitForLockWaiters(app.db, 2)]);
+      await release();
+      const [changed, issued] = await Promise.all([changing, issuing]);
+      expect(changed.status, changed.text).toBe(200);
+      expect(issued.status, issued.text.slice(0, 300)).toBe(303);
+      const token = new URL(issued.headers.location!, 'http://x').searchParams.get('token');
+      if (token) {
+        const validated = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+        expect(validated.body).toMatchObject({ valid: false, error: 'token_revoked' });
+      }
+      expect(await usableTokens(user.id)).toBe(0);
+    });
+
     it('is not issued when the sign-out was first', async () => {
       const user = await makeUser(app);
       const client = await makeClient(app);
