@@ -24,7 +24,9 @@ export interface FailureLimit {
 const MAX_REFUSED = 10_000;
 
 export function createFailureLimit(limit: number, windowMs: number, store: Store = new MemoryStore()): FailureLimit {
-  void store.init?.({ windowMs } as Options);
+  // With Redis down at start the store's script load fails: the other limiters already warned
+  // of it, and the first count afterwards loads it again or reports the outage (503)
+  Promise.resolve(store.init?.({ windowMs } as Options)).catch(() => {});
   /** Address -> when its refusal ends (ms). */
   const refused = new Map<string, number>();
   const waitOf = (until: number) => Math.max(1, Math.ceil((until - Date.now()) / 1000));
