@@ -22,20 +22,21 @@ export async function findLoginUser(q: Queryable, username: string): Promise<Log
 }
 
 /** Whether a sign-in's credentials still hold; when they do, with their version (CREDENTIALS_VERSION). */
-export type CredentialsNow = { state: 'unchanged'; version: string } | { state: 'password_changed' | 'inactive' };
+export type CredentialsNow = { state: 'unchanged'; version: string; mustChange: boolean } | { state: 'password_changed' | 'inactive' };
 
 /**
  * Whether the user still has the password hash a sign-in checked and is still active, with
  * the row locked (FOR SHARE) until the caller's transaction ends, so that a change cannot
  * commit between this check and the sign-in's own commit; and the version of the credentials
- * then, which the session or token the sign-in makes afterwards carries.
+ * then, which the session or token the sign-in makes afterwards carries, and whether an
+ * administrator has asked for a new password since (no session or token then either).
  */
 export async function credentialsNow(q: Queryable, userId: number, checkedHash: string): Promise<CredentialsNow> {
-  const r = await q.query<{ password_hash: string; active: boolean; version: string }>(
-    `SELECT password_hash, active, ${CREDENTIALS_VERSION} AS version FROM users WHERE id = $1 FOR SHARE`, [userId]);
+  const r = await q.query<{ password_hash: string; active: boolean; version: string; must_change_password: boolean }>(
+    `SELECT password_hash, active, ${CREDENTIALS_VERSION} AS version, must_change_password FROM users WHERE id = $1 FOR SHARE`, [userId]);
   const row = r.rows[0];
   if (!row || row.password_hash !== checkedHash) return { state: 'password_changed' };
-  return row.active ? { state: 'unchanged', version: row.version } : { state: 'inactive' };
+  return row.active ? { state: 'unchanged', version: row.version, mustChange: row.must_change_password } : { state: 'inactive' };
 }
 
 /** The lock of a login name while it lasts: when it ends and the whole minutes left (rounded up). */

@@ -52,8 +52,8 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
      */
     async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string }> {
       const { user, twoFactorUsed, login } = await checkCredentials(input, { secondFactor: true });
-      if (user.must_change_password) {
-        // the password was right: nothing is counted, but no session or token until it is changed
+      // the password was right: nothing is counted, but no session or token until it is changed
+      const requireChange = async (): Promise<never> => {
         await db.transaction(async (tx) => {
           await resetLoginFailures(tx, login);
           await writeAudit(tx, {
@@ -62,7 +62,8 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           });
         });
         throw new PasswordChangeRequired(user.id, twoFactorUsed);
-      }
+      };
+      if (user.must_change_password) return requireChange();
 
       const changed = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure in the meantime still wins
@@ -71,7 +72,8 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         // committed meanwhile signed the user out everywhere, and this sign-in must not
         // outlive it with the old password (its row is locked until this commits)
         const now = await credentialsNow(tx, user.id, user.password_hash);
-        if (now.state !== 'unchanged') return now;
+        // or an administrator asked for a new password meanwhile, with no new password yet
+        if (now.state !== 'unchanged' || now.mustChange) return now;
         await resetLoginFailures(tx, login);
         await writeAudit(tx, {
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
@@ -84,6 +86,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         return now;
       });
       if (changed.state !== 'unchanged') return fail(login, user, changed.state === 'inactive' ? 'user_inactive' : 'invalid_password', input);
+      if (changed.mustChange) return requireChange();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return { user: record, twoFactorUsed, credentialsVersion: changed.version };
     },

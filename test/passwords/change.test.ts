@@ -82,6 +82,20 @@ describe('changing a password', () => {
     expect((await signIn(app, user.username, NEW_PASSWORD)).res.status, 'the new password works').toBe(200);
   });
 
+  it('a sign-in still checking the password when an administrator asks for a new one gets no session or token, but the change form', async () => {
+    const user = await makeUser(app);
+    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
+    const byToken = app.http.post('/api/login', { username: user.username, password: user.password });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await app.services.users.setPassword({ id: user.id }, { mustChange: true }, { via: 'cli', username: 'test' });
+    const [session, token] = await Promise.all([bySession, byToken]);
+    expect([session.status, session.body.error], session.text).toStrictEqual([403, 'password_change_required']);
+    expect([token.status, token.body.error], token.text).toStrictEqual([403, 'password_change_required']);
+    expect(sessionCookie(session)).toBe(undefined);
+    expect((await app.db.query('SELECT 1 FROM sessions WHERE user_id = $1', [user.id])).rowCount, 'no session').toBe(0);
+  });
+
   it('a lock set while the right current password is being checked wins: no change of a locked account\'s password, no must-change answer', async () => {
     const user = await makeUser(app);
     // the stored hash at a high cost: each check spends a second or more in bcrypt, and the lock
