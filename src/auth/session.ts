@@ -23,7 +23,15 @@ export async function establishSession(
   req.session.credentialsVersion = options.credentialsVersion;
   req.session.ipAddress = clientIp(req);
   req.session.userAgent = (req.get('user-agent') ?? '').slice(0, 300);
-  await promisify((done) => req.session.save(done));
+  try {
+    await promisify((done) => req.session.save(done));
+  } catch (err) {
+    // Refused: this browser gets an empty session instead (where a page's answer keeps its
+    // form's CSRF token), so express-session does not save the refused one again as the
+    // answer ends, a second refusal raised after the answer was written.
+    await promisify((done) => req.session.regenerate(done)).catch(() => {});
+    throw err;
+  }
 }
 
 /** Ends the session of this request (if any): the row is deleted and the cookie cleared. */

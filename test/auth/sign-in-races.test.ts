@@ -5,6 +5,7 @@ import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
+import { sessionCookie as sessionCookieOf } from './support.ts';
 
 const NEW_PASSWORD = 'four unrelated words here';
 const CLI = { via: 'cli' as const, username: 'test' };
@@ -58,6 +59,33 @@ describe('sign-in and sign-out meeting each other', () => {
     expect(await saveSignedInSession(app.db, 'race-stale', sess('race-stale'), expire, { userId: user.id, credentialsVersion: seen })).toBe(false);
     const rows = await app.db.query<{ sid: string }>('SELECT sid FROM sessions WHERE user_id = $1', [user.id]);
     expect(rows.rows, 'the one saved before the change ended with it; the late one was never written').toStrictEqual([]);
+  });
+
+  it('a sign-in whose session is refused answers 401 and tries to save that session once, not again as the answer ends', async () => {
+    const user = await makeUser(app);
+    // a password set just before the sign-in's session is saved (through the app's own database handle)
+    const db = app.db as { query: (...args: unknown[]) => Promise<unknown> };
+    const query = db.query;
+    let attempts = 0;
+    db.query = async function (this: unknown, ...args: unknown[]) {
+      const sql = String(args[0]);
+      if (sql.includes('INSERT INTO sessions') && sql.includes('FROM users')) {
+        attempts++;
+        if (attempts === 1) await app.services.users.setPassword({ id: user.id }, { password: NEW_PASSWORD }, CLI);
+      }
+      return query.apply(this, args);
+    };
+    try {
+      const r = await app.http.post('/api/auth/login', { login: user.username, password: user.password });
+      expect([r.status, r.body.error], r.text).toStrictEqual([401, 'invalid_credentials']);
+      const cookie = sessionCookieOf(r);
+      if (cookie) expect((await app.http.get('/api/user', { headers: { cookie } })).status, 'whatever cookie it got signs nobody in').toBe(401);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      db.query = query;
+    }
+    expect(attempts, 'one save of the refused session').toBe(1);
+    expect(await userSessions(user.id)).toBe(0);
   });
 
   it.runIf(onPostgres)('sign-ins still committing when a new password is set get no session and no working token, however late they make them', async () => {
