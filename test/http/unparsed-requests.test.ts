@@ -1,4 +1,5 @@
-import net from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import { createServer } from '../../src/app.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -49,6 +50,29 @@ describe('requests Node cannot parse', () => {
       expect(JSON.parse(r.body)).toStrictEqual({ error, message: expect.any(String) });
     });
   }
+
+  it('closes the connection after the answer, though the peer keeps its side open', async () => {
+    // the service's own server (src/app.ts), to count the connections it holds
+    const server = createServer(app.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.on('data', () => {});
+      socket.on('error', () => {});
+      const answered = new Promise((resolve) => socket.once('end', resolve));
+      socket.write('HELLO THERE\r\n\r\n');
+      await answered;
+      const open = async () => new Promise<number>((resolve) => server.getConnections((_err, n) => resolve(n)));
+      const until = Date.now() + 3000;
+      while ((await open()) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await open(), 'a half-open socket would stay open for ever').toBe(0);
+      socket.destroy();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 
   it('the service goes on answering afterwards', async () => {
     await exchange(base, 'HELLO THERE\r\n\r\n');
