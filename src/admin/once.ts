@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 
 /** A fresh key naming one form as rendered, for its hidden `submission` field. */
@@ -16,8 +16,10 @@ export const SUBMISSION_KEY = /^[A-Za-z0-9_-]{22}$/;
  * it again. Where it matters: the answer is the only place a new client secret is ever shown,
  * and the browser shows only the last answer. A second grace rotation would be refused (409,
  * only one previous secret is kept) and a second registration too (the id is taken), so the
- * secret made by the first would be lost. The key is the session's id with the form's
- * `submission` field; a form without one (an older page, a script) runs every time. In
+ * secret made by the first would be lost. The key is the session's id, the path (which names
+ * the client), the form's `submission` field and a digest of what else the form says: the
+ * same key with other fields (edited after Back) is another submission. A form without the
+ * field (an older page, a script) runs every time. In
  * memory of this instance only (a double submit arrives where the first did, on its
  * connection) and never in the session, which is a database row (secrets are only ever
  * stored hashed). A failed run is forgotten at once, so sending the form again retries it.
@@ -27,9 +29,10 @@ export const SUBMISSION_KEY = /^[A-Za-z0-9_-]{22}$/;
  */
 export function oncePerSubmission<T>(ttlMs = 120_000, max = 1000) {
   const runs = new Map<string, Promise<T>>();
-  return (req: Request, submission: string | undefined, work: () => Promise<T>): Promise<T> => {
+  return (req: Request, form: { submission?: string }, work: () => Promise<T>): Promise<T> => {
+    const { submission, ...fields } = form;
     if (submission === undefined || !SUBMISSION_KEY.test(submission)) return work();
-    const key = `${req.sessionID}:${submission}`;
+    const key = `${req.sessionID} ${req.originalUrl} ${submission} ${hash('sha256', JSON.stringify(fields), 'base64url')}`;
     const known = runs.get(key);
     if (known) return known;
     if (runs.size >= max) runs.delete(runs.keys().next().value!);

@@ -67,7 +67,7 @@ export function clientPanel(deps: { clients: ClientService }) {
 
   const create: RequestHandler = async (req, res) => {
     const form = input(res, clientForm);
-    const { client, secret } = await registerOnce(req, form.submission, () => clients.createClient({
+    const { client, secret } = await registerOnce(req, form, () => clients.createClient({
       name: form.client_name,
       callbackUrl: form.callback_url,
       allowedIps: splitList(form.allowed_ips),
@@ -112,7 +112,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     const client = await clientOr404(req);
     const form = input(res, regenerateForm);
     const graceSeconds = Number(form.grace_seconds);
-    const rotated = await rotateOnce(req, form.submission, () => clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds }));
+    const rotated = await rotateOnce(req, form, () => clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds }));
     renderRevealed(req, res, rotated.client, { secret: rotated.secret, reason: 'regenerated', previous_until: previousUntilOf(rotated.client) });
   };
 

@@ -20,10 +20,11 @@ function kindOf(value: unknown): string {
 
 const EXPECTED: Record<string, string> = { string: 'text', number: 'a number', int: 'a whole number', boolean: 'true or false', array: 'a list', object: 'an object' };
 
-/** "characters" for text, "items" for a list, nothing for a number. */
-function unit(origin: string): string {
-  if (origin === 'string') return ' characters';
-  if (origin === 'array' || origin === 'set') return ' items';
+/** "characters" for text, "items" for a list (one of each in the singular), nothing for a number. */
+function unit(origin: string, count: unknown): string {
+  const one = Number(count) === 1;
+  if (origin === 'string') return one ? ' character' : ' characters';
+  if (origin === 'array' || origin === 'set') return one ? ' item' : ' items';
   return '';
 }
 
@@ -40,13 +41,13 @@ export function plainMessage(issue: z.core.$ZodRawIssue): string | undefined {
       return typeof issue.input === 'number' && (issue.expected === 'number' || issue.expected === 'int') ? wanted : `${wanted}, not ${kindOf(issue.input)}`;
     }
     case 'too_big': {
-      const limit = `${issue.maximum}${unit(issue.origin)}`;
+      const limit = `${issue.maximum}${unit(issue.origin, issue.maximum)}`;
       if (issue.exact) return `Must be exactly ${limit}`;
       return issue.inclusive === false ? `Must be less than ${limit}` : `At most ${limit}`;
     }
     case 'too_small': {
-      if (issue.origin === 'string' && Number(issue.minimum) === 1 && issue.inclusive !== false) return 'Must not be empty';
-      const limit = `${issue.minimum}${unit(issue.origin)}`;
+      if (issue.origin === 'string' && Number(issue.minimum) === 1 && issue.inclusive !== false && !issue.exact) return 'Must not be empty';
+      const limit = `${issue.minimum}${unit(issue.origin, issue.minimum)}`;
       if (issue.exact) return `Must be exactly ${limit}`;
       return issue.inclusive === false ? `Must be more than ${limit}` : `At least ${limit}`;
     }

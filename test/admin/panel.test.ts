@@ -197,6 +197,10 @@ describe('admin panel over HTTP', () => {
     expect(shown(b), 'the answer the browser keeps shows the secret that works').toBe(shown(a));
     const registered = (await app.db.query<{ client_id: string }>('SELECT client_id FROM clients WHERE client_name = $1', [name])).rows;
     expect(registered, 'one client system, not two').toHaveLength(1);
+    // the same key with what the form says changed (edited after Back) is another registration
+    const edited = await s.post('/admin/clients', { ...register, client_name: `${name} edited` });
+    expect(shown(edited)).toBeTruthy();
+    expect(shown(edited)).not.toBe(shown(a));
     const clientId = registered[0].client_id;
     await app.services.clients.authenticateClient(clientId, shown(a)!);
 
