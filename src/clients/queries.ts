@@ -11,8 +11,14 @@ const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
+/**
+ * The client with this id, or null. With `lock`, its row is held against other writers until
+ * the transaction ends: FOR NO KEY UPDATE, the lock an UPDATE takes, so the tokens being
+ * issued for the client (whose rows refer to it) are not held up by it, as with a user's row
+ * (lockUserRow in src/auth/password-queries.ts).
+ */
 export async function findClient(q: Queryable, clientId: string, options: { lock?: boolean } = {}): Promise<ClientRecord | null> {
-  const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1${options.lock ? ' FOR UPDATE' : ''}`, [clientId]);
+  const r = await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients WHERE client_id = $1${options.lock ? ' FOR NO KEY UPDATE' : ''}`, [clientId]);
   return r.rows[0] ?? null;
 }
 
