@@ -23,8 +23,9 @@ function answerFor(code: string | undefined): { status: number; error: string; m
 /**
  * Node answers what its parser refuses before Express sees it (headers over the size limit
  * 431, chunk extensions over it 413, a malformed request line, header, Content-Length or
- * chunk 400, a request that never finishes arriving 408) with a bare status line, and an `Expect` other than 100-continue
- * with 417: the only answers of the service without a JSON body. These handlers give them
+ * chunk 400, a request that never finishes arriving 408) with a bare status line, and an
+ * `Expect` other than 100-continue with 417: the only answers of the service without a JSON
+ * body. These handlers give them
  * one, in the same shape as every other error. No library does this: it is the socket-level
  * `clientError` hook of node:http, with the decisions Node's default makes (which status,
  * answering only while nothing of a response has gone out on that socket, and closing the
