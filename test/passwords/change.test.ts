@@ -17,6 +17,27 @@ describe('changing a password', () => {
   const change = (cookie: string | undefined, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     app.http.post('/api/user/password', body, { headers: { ...(cookie ? { cookie } : {}), ...headers } });
 
+  /**
+   * Stores the user's password hashed at a high cost: each check of it spends a second or more
+   * in bcrypt, and what the test does 300 ms later (meanwhile) lands while it runs.
+   */
+  const slowHash = async (user: { id: number; password: string }) =>
+    app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+  const meanwhile = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+  /**
+   * Starts a session sign-in and a token sign-in with the right password; resolves once both are
+   * in bcrypt, with their answers to come (wrapped: an awaited promise would wait for them).
+   */
+  async function signInsUnderWay(user: { username: string; password: string }) {
+    const answers = Promise.all([
+      app.http.post('/api/auth/login', { login: user.username, password: user.password }),
+      app.http.post('/api/login', { username: user.username, password: user.password }),
+    ]);
+    await meanwhile();
+    return { answers };
+  }
+
   it('refuses a wrong current password and counts it as a failed sign-in, up to the lockout', async () => {
     const user = await makeUser(app);
     const { cookie } = await signIn(app, user.username, user.password);
@@ -68,13 +89,10 @@ describe('changing a password', () => {
 
   it('a sign-in with the old password that is still checking it when a new password is set is refused: no session, no access token', async () => {
     const user = await makeUser(app);
-    // the stored hash at a high cost: the sign-ins below spend a second or more in bcrypt, the change commits meanwhile
-    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
-    const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
-    const byToken = app.http.post('/api/login', { username: user.username, password: user.password });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await slowHash(user);
+    const signIns = await signInsUnderWay(user);
     await app.services.users.setPassword({ id: user.id }, { password: NEW_PASSWORD }, { via: 'cli', username: 'test' });
-    const [session, token] = await Promise.all([bySession, byToken]);
+    const [session, token] = await signIns.answers;
     expect([session.status, session.body.error], 'the password it checked is no longer the password').toStrictEqual([401, 'invalid_credentials']);
     expect([token.status, token.body.error]).toStrictEqual([401, 'invalid_credentials']);
     expect(sessionCookie(session)).toBe(undefined);
@@ -84,12 +102,10 @@ describe('changing a password', () => {
 
   it('a sign-in still checking the password when an administrator asks for a new one gets no session or token, but the change form', async () => {
     const user = await makeUser(app);
-    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
-    const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
-    const byToken = app.http.post('/api/login', { username: user.username, password: user.password });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await slowHash(user);
+    const signIns = await signInsUnderWay(user);
     await app.services.users.setPassword({ id: user.id }, { mustChange: true }, { via: 'cli', username: 'test' });
-    const [session, token] = await Promise.all([bySession, byToken]);
+    const [session, token] = await signIns.answers;
     expect([session.status, session.body.error], session.text).toStrictEqual([403, 'password_change_required']);
     expect([token.status, token.body.error], token.text).toStrictEqual([403, 'password_change_required']);
     expect(sessionCookie(session)).toBe(undefined);
@@ -98,11 +114,10 @@ describe('changing a password', () => {
 
   it('a lock set while the right current password is being checked wins: no change of a locked account\'s password, no must-change answer', async () => {
     const user = await makeUser(app);
-    // the stored hash at a high cost: each check spends a second or more in bcrypt, and the lock
-    // that concurrent wrong guesses would set lands meanwhile
-    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    // the lock that concurrent wrong guesses would set lands while the right password is checked
+    await slowHash(user);
     const lockMeanwhile = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await meanwhile();
       await app.db.query(
         `INSERT INTO login_attempts (login, failed_count, locked_until, updated_at) VALUES ($1, 3, now() + interval '30 minutes', now())
          ON CONFLICT (login) DO UPDATE SET failed_count = 3, locked_until = EXCLUDED.locked_until`, [user.username]);
@@ -125,9 +140,9 @@ describe('changing a password', () => {
 
   it('a sign-in still checking the password when the user is deactivated is refused, and stays so once they are active again', async () => {
     const user = await makeUser(app);
-    await app.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await bcrypt.hash(user.password, 14)]);
+    await slowHash(user);
     const bySession = app.http.post('/api/auth/login', { login: user.username, password: user.password });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await meanwhile();
     await app.services.users.setActive(user.username, false, { via: 'cli', username: 'test' });
     const session = await bySession;
     expect([session.status, session.body.error]).toStrictEqual([401, 'invalid_credentials']);
