@@ -5,7 +5,7 @@ import type { Db } from '../db/db.ts';
 import { failureFields } from '../http/unavailable.ts';
 import type { GuardPolicy, Lookup } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
-import { type AttemptRecord, type ClaimedDelivery, disableWebhook, recordAttempts } from './queries.ts';
+import { type AttemptRecord, type ClaimedDelivery, disableWebhook, lockWebhook, recordAttempts } from './queries.ts';
 import { type AttemptOutcome, sendDelivery } from './sender.ts';
 
 /** How long a finished attempt waits for others to be recorded with it. */
@@ -78,6 +78,8 @@ export function createAttempts(options: AttemptOptions) {
     try {
       if (gone) {
         await db.transaction(async (tx) => {
+          // the webhook first: events being written for it are waited for and closed too
+          await lockWebhook(tx, delivery.webhook_id, true);
           await recordAttempts(tx, [record]);
           await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
         });

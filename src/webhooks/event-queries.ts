@@ -15,6 +15,18 @@ export type EventSource = ReadonlyArray<Record<string, unknown>> | { readonly se
  * answering each event's data as `value` and its place as `n`), for a statement that makes
  * the events' data from rows it reads itself.
  *
+ * Each webhook is read under a FOR KEY SHARE lock (the lock its delivery's foreign key takes
+ * anyway), which is what makes an event and a change of its webhook meet in one order or the
+ * other, never in between. A change that turns a webhook off, unsubscribes it or deletes it
+ * locks its row FOR UPDATE first (lockWebhook, src/webhooks/queries.ts): an event that read
+ * the row before waits for that change to commit, and is then written only if the row as
+ * committed is still active and subscribed (PostgreSQL checks a locked row's conditions again
+ * against its newest version). One written first holds its lock until its transaction
+ * commits, so the change, waiting for it, then closes its delivery with the others. Without
+ * the lock, an event could be written for a webhook deleted meanwhile (a foreign-key error
+ * that failed the whole statement, a batch of token issues with it) or left pending for a
+ * webhook turned off, which no claim ever takes.
+ *
  * With `lease`, the rows are written already claimed for their first attempt and leased to
  * the dispatcher they will be handed to, and the statement answers them as that dispatcher
  * needs them (ClaimedDelivery, src/webhooks/queries.ts).
@@ -32,7 +44,8 @@ export function deliveryRows(event: string, data: EventSource, lease?: { leaseMs
        SELECT gen_random_uuid(), w.id, ${name}::text, e.value${values}
        FROM ${events}
        CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
-       ORDER BY e.n, w.id${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : ''}`;
+       ORDER BY e.n, w.id
+       FOR KEY SHARE OF w${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : ''}`;
     },
   };
   if (lease) part.answer = (cte) => `${CLAIMED_DELIVERY_COLUMNS} FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;

@@ -28,9 +28,16 @@ export async function findWebhook(q: Queryable, id: number): Promise<WebhookReco
   return (await q.query<WebhookRecord>('SELECT * FROM webhooks WHERE id = $1', [id])).rows[0] ?? null;
 }
 
-/** A webhook row, locked until the end of the transaction (the caller is about to change it). */
-export async function lockWebhook(q: Queryable, id: number): Promise<WebhookRecord | null> {
-  return (await q.query<WebhookRecord>('SELECT * FROM webhooks WHERE id = $1 FOR UPDATE', [id])).rows[0] ?? null;
+/**
+ * A webhook row, locked until the end of the transaction (the caller is about to change it).
+ * `closing`: the change turns it off or changes its events, so events being written now must
+ * wait for it (FOR UPDATE, the one lock their FOR KEY SHARE waits for: deliveryRows,
+ * src/webhooks/event-queries.ts); any other change (URL, secret, turning it on) locks it FOR
+ * NO KEY UPDATE and holds up no event.
+ */
+export async function lockWebhook(q: Queryable, id: number, closing: boolean): Promise<WebhookRecord | null> {
+  const sql = closing ? 'SELECT * FROM webhooks WHERE id = $1 FOR UPDATE' : 'SELECT * FROM webhooks WHERE id = $1 FOR NO KEY UPDATE';
+  return (await q.query<WebhookRecord>(sql, [id])).rows[0] ?? null;
 }
 
 /**
@@ -212,7 +219,9 @@ export async function recordAttempts(q: Queryable, records: readonly AttemptReco
 
 /**
  * A receiver answered 410 Gone, or an administrator turned the webhook off: it is disabled
- * and its other pending deliveries are closed as failed, so nothing more is sent to it. Those
+ * and its other pending deliveries are closed as failed, so nothing more is sent to it. The
+ * caller has locked the row with lockWebhook(…, true) first, in the same transaction, so
+ * that events being written for it are closed too or not written at all. Those
  * leased to a dispatcher are left to it: one being attempted ends with its record
  * (recordAttempts), one waiting in its memory is closed before it would begin
  * (releaseDeliveries, src/webhooks/dispatcher.ts).
@@ -255,13 +264,16 @@ export async function listDeliveries(q: Queryable, webhookId: number, limit: num
 
 /**
  * Queues a finished delivery again (same id, so the receiver can still deduplicate) for a
- * fresh round of attempts. Pending deliveries are left alone; the webhook must be active.
+ * fresh round of attempts. Pending deliveries are left alone; the webhook must be active, as
+ * it is once a change turning it off that is under way has committed.
  */
 export async function requeueDelivery(q: Queryable, webhookId: number, deliveryId: string): Promise<'requeued' | 'pending' | 'inactive' | 'not_found'> {
   const r = await q.query<{ outcome: string }>(
     `WITH target AS (
        SELECT d.id, d.status, w.active FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.id = $2 AND d.webhook_id = $1
+       -- a webhook being turned off is waited for and seen off (as in deliveryRows, event-queries.ts)
+       FOR KEY SHARE OF w
      ), requeued AS (
        UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
          completed_at = NULL, last_error = NULL, last_status_code = NULL

@@ -87,7 +87,9 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
       const url = input.url === undefined ? undefined : (await checkedUrl(input.url)).toString();
       const events = input.events === undefined ? undefined : [...new Set(input.events)];
       const webhook = await db.transaction(async (tx) => {
-        const before = Number.isSafeInteger(id) ? await lockWebhook(tx, id) : null;
+        // turning it off or changing its events must meet events being written in one order
+        const closing = input.active === false || events !== undefined;
+        const before = Number.isSafeInteger(id) ? await lockWebhook(tx, id, closing) : null;
         if (!before) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
         await updateWebhook(tx, id, { url, events, secret: input.secret, active: input.active === true ? true : undefined });
         if (input.active === false && before.active) await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
@@ -110,7 +112,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
      */
     async setActive(id: number, active: boolean, actor: Actor): Promise<void> {
       await db.transaction(async (tx) => {
-        const found = await lockWebhook(tx, id);
+        const found = await lockWebhook(tx, id, !active);
         if (!found) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
         if (active) await enableWebhook(tx, id);
         else await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
