@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db, Queryable } from './db.ts';
+import { MIGRATION_STEPS } from './migration-steps.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 /** Arbitrary constant: the advisory lock every instance takes while migrating. */
@@ -22,6 +23,8 @@ export function migrationChecksum(sql: string): string {
 /**
  * Applies every migrations/NNNN_name.sql not yet recorded, in name order, each in its own
  * transaction under an advisory lock, so two instances starting at once apply each once.
+ * A migration with a step SQL cannot do (src/db/migration-steps.ts) has it run right after
+ * its file, in the same transaction.
  * Each migration's checksum is recorded with it; an applied migration whose file changed
  * since stops this with MigrationChecksumError before anything is applied (a database
  * migrated before checksums existed gets the files' checksums recorded on its first run).
@@ -44,6 +47,7 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
       const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE name = $1', [name]);
       if (seen.rowCount > 0) return false;
       await tx.exec(sql);
+      await MIGRATION_STEPS[name]?.(tx);
       await tx.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)', [name, checksum]);
       return true;
     });

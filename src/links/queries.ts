@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { normalizeUsername } from '../users/username.ts';
 
 /** A link is pending until its client system or an administrator proves it. */
 export type LinkStatus = 'pending' | 'active';
@@ -35,10 +36,11 @@ export interface DashboardSystemRow {
 const LINK_COLUMNS = 'l.user_id, l.client_id, l.external_username, l.status, l.created_at, l.confirmed_at, l.confirmed_by';
 
 /**
- * The key a name is unique under at a client, as the generated column username_key computes
- * it (migrations/0003_proven_links.sql), applied to a parameter.
+ * The key a name is unique under at a client (the column username_key, written by the
+ * service): the name normalized as usernames are, so that a link's name and an account's
+ * username are compared as sign-in compares names (migrations/0014_name_keys_and_event_locks.sql).
  */
-const KEY_OF = (param: string) => `lower(btrim(normalize(${param}::text, NFKC)))`;
+export const linkNameKey = normalizeUsername;
 
 /** Active client systems, the user's links first, then by name. */
 export async function dashboardSystems(q: Queryable, userId: number): Promise<DashboardSystemRow[]> {
@@ -63,9 +65,8 @@ export async function findLink(q: Queryable, userId: number, clientId: string, l
 }
 
 /** True when `name` and the link's name are one name, normalized as the unique index compares them. */
-export async function isSameName(q: Queryable, link: LinkRow, name: string): Promise<boolean> {
-  const r = await q.query<{ same: boolean }>(`SELECT ${KEY_OF('$1')} = ${KEY_OF('$2')} AS same`, [link.external_username, name]);
-  return r.rows[0]?.same === true;
+export function isSameName(link: LinkRow, name: string): boolean {
+  return linkNameKey(link.external_username) === linkNameKey(name);
 }
 
 /** True when the client system exists and is active. */
@@ -83,12 +84,12 @@ export async function clientIsActive(q: Queryable, clientId: string): Promise<bo
  */
 export async function insertPendingLink(q: Queryable, userId: number, clientId: string, name: string): Promise<LinkRow | null> {
   const r = await q.query<LinkRow>(
-    `INSERT INTO user_client_links AS l (user_id, client_id, external_username, status)
-     SELECT $1, $2, $3, 'pending'
-      WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.username = ${KEY_OF('$3')} AND u.id <> $1)
+    `INSERT INTO user_client_links AS l (user_id, client_id, external_username, username_key, status)
+     SELECT $1, $2, $3, $4, 'pending'
+      WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.username = $4 AND u.id <> $1)
      ON CONFLICT DO NOTHING
      RETURNING ${LINK_COLUMNS}`,
-    [userId, clientId, name],
+    [userId, clientId, name, linkNameKey(name)],
   );
   return r.rows[0] ?? null;
 }
@@ -105,7 +106,7 @@ export async function linkNameIsAnotherUsersUsername(q: Queryable, userId: numbe
 
 /** Whether any link, at any client system, pending or active, has this (normalized) name. */
 export async function linkNameInUse(q: Queryable, username: string): Promise<boolean> {
-  const r = await q.query(`SELECT 1 FROM user_client_links WHERE username_key = ${KEY_OF('$1')} LIMIT 1`, [username]);
+  const r = await q.query('SELECT 1 FROM user_client_links WHERE username_key = $1 LIMIT 1', [linkNameKey(username)]);
   return r.rowCount > 0;
 }
 
@@ -133,7 +134,7 @@ export async function activateLink(
   const r = await q.query<LinkRow & { changed: boolean }>(
     `WITH target AS (
        SELECT user_id, client_id, status FROM user_client_links
-        WHERE user_id = $1 AND client_id = $2 AND ($4::text IS NULL OR username_key = ${KEY_OF('$4')})
+        WHERE user_id = $1 AND client_id = $2 AND ($5::text IS NULL OR username_key = $5)
         FOR UPDATE
      ), updated AS (
        UPDATE user_client_links l
@@ -147,7 +148,7 @@ export async function activateLink(
      UNION ALL
      SELECT ${LINK_COLUMNS}, false AS changed FROM user_client_links l JOIN target t USING (user_id, client_id)
       WHERE t.status = 'active'`,
-    [userId, clientId, prover, name ?? null],
+    [userId, clientId, prover, name ?? null, name === undefined ? null : linkNameKey(name)],
   );
   const row = r.rows[0];
   if (!row) return null;

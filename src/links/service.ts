@@ -96,7 +96,7 @@ export function createLinkService(deps: { db: Db }) {
       const refused = await db.transaction(async (tx) => {
         if (!(await clientIsActive(tx, clientId))) throw new AppError(404, 'client_not_found', 'That client system does not exist or is inactive');
         const previous = await findLink(tx, user.id, clientId, true);
-        if (previous && (await isSameName(tx, previous, name))) return { link: previous, changed: false };
+        if (previous && isSameName(previous, name)) return { link: previous, changed: false };
         if (previous) await deleteLink(tx, user.id, clientId);
         const link = await insertPendingLink(tx, user.id, clientId, name);
         // throwing rolls the deletion back: a refused new claim keeps the old link

@@ -150,4 +150,44 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
       await other.close();
     }
   });
+
+  it('a client registered while a subscribed webhook is being deleted is registered (client.registered, written by the clients table\'s trigger)', async () => {
+    const receiver = await startReceiver();
+    try {
+      const id = await registerWebhook(app, headers, { url: receiver.url, events: ['client.registered'] });
+      const release = await holdLocks(app.db, 'DELETE FROM webhooks WHERE id = $1', [id]);
+      const creating = app.http.post('/api/admin/clients', { client_name: 'Raced Shop', callback_url: 'https://raced.example/cb', allowed_ips: ['127.0.0.1'] }, { headers });
+      await waitForLockWaiters(app.db, 1);
+      await release();
+      const created = await creating;
+      expect(created.status, created.text).toBe(201);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a client registered while a subscribed webhook is turned off leaves no client.registered delivery pending for it', async () => {
+    const receiver = await startReceiver();
+    try {
+      const id = await registerWebhook(app, headers, { url: receiver.url, events: ['client.registered'] });
+      // a pending delivery not due for an hour; holding it stops the disabling after it locked the webhook
+      const waiting = (await app.db.query<{ id: string }>(
+        "INSERT INTO webhook_deliveries (id, webhook_id, event, data, next_attempt_at) VALUES (gen_random_uuid(), $1, 'client.registered', '{}', now() + interval '1 hour') RETURNING id",
+        [id],
+      )).rows[0].id;
+      const release = await holdLocks(app.db, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [waiting]);
+      const disabling = app.http.patch(`/api/webhooks/${id}`, { active: false }, { headers });
+      await waitForLockWaiters(app.db, 1);
+      const creating = app.http.post('/api/admin/clients', { client_name: 'Raced Shop 2', callback_url: 'https://raced2.example/cb', allowed_ips: ['127.0.0.1'] }, { headers });
+      await Promise.race([creating, waitForLockWaiters(app.db, 2)]);
+      await release();
+      const [disabled, created] = await Promise.all([disabling, creating]);
+      expect(disabled.status, disabled.text).toBe(200);
+      expect(created.status, created.text).toBe(201);
+      const rows = await app.db.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at', [id]);
+      expect(rows.rows.map((r) => r.status), 'nothing waits for a webhook that is off').toStrictEqual(['failed']);
+    } finally {
+      await receiver.close();
+    }
+  });
 });
