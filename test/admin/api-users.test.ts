@@ -51,7 +51,7 @@ describe('admin API: users', () => {
   it('GET /api/admin/users/:id shows the user with their linked client systems', async () => {
     const user = await makeUser(app);
     const client = await makeClient(app, { name: 'Team Wiki' });
-    await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username) VALUES ($1, $2, $3)', [user.id, client.client_id, 'g.hopper']);
+    await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username, username_key) VALUES ($1, $2, $3, $3)', [user.id, client.client_id, 'g.hopper']);
     const res = await app.http.get(`/api/admin/users/${user.id}`, admin.as);
     expect(res.status).toBe(200);
     expect(res.body.username).toBe(user.username);

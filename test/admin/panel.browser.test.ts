@@ -240,7 +240,7 @@ describe.skipIf(browserMissing)('the admin panel in Chromium', () => {
   it('manages users: search, create, edit, deactivate, see linked systems', async () => {
     const other = await makeUser(app, { fullName: 'Linus Linked' });
     const { client } = await app.services.clients.createClient({ name: 'Ticketing', callbackUrl: 'https://tickets.example/cb', allowedIps: [] }, { via: 'cli' });
-    await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username) VALUES ($1, $2, $3)', [other.id, client.client_id, 'linus.t']);
+    await app.db.query('INSERT INTO user_client_links (user_id, client_id, external_username, username_key) VALUES ($1, $2, $3, $3)', [other.id, client.client_id, 'linus.t']);
     await page.goto(`${await app.listen()}/admin/users`);
     await page.getByLabel('Search users').fill('Linus Linked');
     await clickAndLoad(page, page.getByRole('button', { name: 'Search' }));

@@ -111,8 +111,8 @@ describe('admin command line with the service running', () => {
       `INSERT INTO users (username, email, role, full_name, password_hash, active)
        SELECT $1 || n, $1 || n || '@example.com', 'user', '', 'x', true FROM generate_series(1, 1001) AS n`, [prefix]);
     await app.db.query(
-      `INSERT INTO user_client_links (user_id, client_id, external_username, status)
-       SELECT id, $2, username, 'pending' FROM users WHERE username LIKE $1 || '%'`, [prefix, client.client_id]);
+      `INSERT INTO user_client_links (user_id, client_id, external_username, username_key, status)
+       SELECT id, $2, username, username, 'pending' FROM users WHERE username LIKE $1 || '%'`, [prefix, client.client_id]);
     const all = await admin(app, ['link', 'list', '--client', client.client_id, '--json']);
     expect(all.code, all.stderr).toBe(0);
     expect(JSON.parse(all.stdout)).toHaveLength(1000);
