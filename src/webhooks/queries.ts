@@ -101,10 +101,25 @@ export const CLAIMED_DELIVERY_COLUMNS = 'd.id, d.webhook_id, d.event, d.data, d.
  * the lease (`locked_until`) keeps a claimed row away from every claimer until this attempt
  * has been recorded, or, if this process died mid-attempt, until the lease runs out.
  * `attempts` is counted here, so an attempt that was made is counted even if we crash.
+ * The same statement closes, as failed, the pending deliveries of webhooks that are off and
+ * that nobody holds a lease on any more (found through webhook_deliveries_pending_by_webhook:
+ * an index probe per webhook that is off).
  */
 export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
   const r = await q.query<ClaimedDelivery>(
-    `WITH due AS (
+    `WITH orphaned AS (
+       -- deliveries of a webhook turned off that were leased then (disableWebhook leaves those to
+       -- their dispatcher) and never recorded: that dispatcher stopped or died, or the record
+       -- failed. No claim takes them again, so they are closed here once their lease has run out.
+       UPDATE webhook_deliveries d
+       SET status = 'failed', last_error = COALESCE(w.disabled_reason, 'webhook disabled'), completed_at = now(), locked_until = NULL
+       FROM webhooks w
+       WHERE d.id IN (
+           SELECT o.id FROM webhooks ow JOIN webhook_deliveries o ON o.webhook_id = ow.id
+           WHERE NOT ow.active AND o.status = 'pending' AND (o.locked_until IS NULL OR o.locked_until <= now())
+           FOR UPDATE OF o SKIP LOCKED)
+         AND w.id = d.webhook_id AND NOT w.active AND d.status = 'pending'
+     ), due AS (
        SELECT d.id FROM webhook_deliveries d
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND (d.locked_until IS NULL OR d.locked_until <= now())
@@ -224,7 +239,9 @@ export async function recordAttempts(q: Queryable, records: readonly AttemptReco
  * that events being written for it are closed too or not written at all. Those
  * leased to a dispatcher are left to it: one being attempted ends with its record
  * (recordAttempts), one waiting in its memory is closed before it would begin
- * (releaseDeliveries, src/webhooks/dispatcher.ts).
+ * (releaseDeliveries, src/webhooks/dispatcher.ts), and one whose record never comes (its
+ * dispatcher stopped or died) by the first claim after its lease has run out
+ * (claimDueDeliveries).
  */
 export async function disableWebhook(q: Queryable, webhookId: number, reason: string): Promise<void> {
   await q.query('UPDATE webhooks SET active = false, disabled_reason = $2 WHERE id = $1', [webhookId, reason]);
@@ -272,8 +289,9 @@ export async function requeueDelivery(q: Queryable, webhookId: number, deliveryI
     `WITH target AS (
        SELECT d.id, d.status, w.active FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.id = $2 AND d.webhook_id = $1
-       -- a webhook being turned off is waited for and seen off (as in deliveryRows, event-queries.ts)
-       FOR KEY SHARE OF w
+       -- a delivery being pruned is waited for and then not found; a webhook being turned off
+       -- is waited for and seen off (as in deliveryRows, event-queries.ts)
+       FOR NO KEY UPDATE OF d FOR KEY SHARE OF w
      ), requeued AS (
        UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
          completed_at = NULL, last_error = NULL, last_status_code = NULL
