@@ -163,6 +163,10 @@ const CLIENT_IS_CURRENT = '(r.client_version IS NULL OR coalesce(c.xmin::text = 
  * for the row lock and then sees `used_at` set). The success audit rows are written by the
  * same statement.
  *
+ * A token the expiry sweep has announced expired (`expiry_notified_at`) is not consumed, though
+ * this statement's now() (taken when it began) may be before its expiry: a validation that
+ * waited for the sweep's lock would otherwise succeed for a token.expired already sent.
+ *
  * "Unused" is spelled `coalesce(used_at, invalidated_at) IS NULL` on purpose: written as
  * two IS NULL tests it matches the partial index sso_tokens_unused_by_user, and on a table
  * that grew faster than autovacuum analyzes it (a fresh deployment under load) the planner
@@ -179,7 +183,7 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
        UPDATE sso_tokens t SET used_at = now()
        FROM req r, users u
        WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
-         AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now()
+         AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now() AND t.expiry_notified_at IS NULL
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
             WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
