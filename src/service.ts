@@ -140,7 +140,7 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
     services: instance.services,
     async stop() {
       // Stop accepting and drain in-flight requests (at most DRAIN_MS) while the
-      // sweep and the pruner finish their current pass; then the dispatcher its attempts (at
+      // sweep and the pruner finish their current batch; then the dispatcher its attempts (at
       // most its thread's stop grace): inside the 25 s server.ts allows before it forces an exit.
       await instance.stop(closer.close(DRAIN_MS));
     },

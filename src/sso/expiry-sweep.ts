@@ -12,11 +12,14 @@ const BATCH = 500;
  * such token, in one transaction. The marking is a single UPDATE whose WHERE re-checks
  * `expiry_notified_at IS NULL` on the latest row version: when several instances sweep at
  * once, each token is taken by exactly one of them, and its event exists only if that
- * transaction commits. Returns how many tokens were handled.
+ * transaction commits. Returns how many tokens were handled. With `signal`, no batch begins
+ * once it is aborted.
  */
-export async function sweepExpiredTokens(db: Db, events: EventRecorder): Promise<number> {
+export async function sweepExpiredTokens(db: Db, events: EventRecorder, signal?: AbortSignal): Promise<number> {
   let total = 0;
-  for (;;) {
+  // a stopping instance ends after the batch in progress: a backlog (after an outage) is the
+  // next instance's, not a reason to outlast the stop's budget
+  while (!signal?.aborted) {
     const handled = await db.transaction(async (tx) => {
       const expired = await markExpiredTokensNotified(tx, BATCH);
       await events.record(
@@ -38,15 +41,17 @@ export async function sweepExpiredTokens(db: Db, events: EventRecorder): Promise
 }
 
 /**
- * Runs the sweep every `intervalMs`. `stop` waits for a sweep in progress to commit, so a
- * stopping instance leaves no token marked without its event (they are one transaction anyway).
+ * Runs the sweep every `intervalMs`. `stop` waits for the batch in progress to commit (a
+ * stopping instance leaves no token marked without its event; they are one transaction
+ * anyway) and begins no other: what is left of a backlog is swept by the next instance.
  */
 export function startExpirySweep(options: { db: Db; events: EventRecorder; logger: Logger; intervalMs: number }): { stop(): Promise<void> } {
   const { db, events, logger, intervalMs } = options;
   let running: Promise<void> | null = null;
+  const stopping = new AbortController();
   const tick = () => {
     if (running) return;
-    running = sweepExpiredTokens(db, events)
+    running = sweepExpiredTokens(db, events, stopping.signal)
       .then((n) => {
         if (n > 0) logger.debug({ tokens: n }, 'token.expired events enqueued');
       })
@@ -60,6 +65,7 @@ export function startExpirySweep(options: { db: Db; events: EventRecorder; logge
   return {
     async stop() {
       clearInterval(timer);
+      stopping.abort();
       await running;
     },
   };
