@@ -41,26 +41,32 @@ export async function findResetCandidates(q: Queryable, username: string, email:
 }
 
 /**
- * Stores a new reset token (its hash) for a user, unless one was made for them less than
- * `intervalSeconds` ago: false then, and nothing changes. Older links stay usable until they
- * expire, one is used or the password changes: a stranger asking for resets of someone's
- * account can neither kill the link in their mailbox nor send more than one mail an
- * interval. Used and expired rows of the user are dropped here. Call inside a transaction:
- * the user's row is locked, so two requests at once make one link.
+ * Stores a new reset token (its hash) for a user and answers the address to mail it to,
+ * unless one was made for them less than `intervalSeconds` ago (`recently_sent`: nothing
+ * changes) or the user is no longer active with an address (`unavailable`). Older links stay
+ * usable until they expire, one is used or the password changes: a stranger asking for
+ * resets of someone's account can neither kill the link in their mailbox nor send more than
+ * one mail an interval. Used and expired rows of the user are dropped here. Call inside a
+ * transaction: the user's row is locked, so two requests at once make one link, and the
+ * address is read under that lock: an administrator's change of it (which kills the user's
+ * links) committed while this waited sends the link to the new address, not the old one.
  */
-export async function insertPasswordReset(q: Queryable, userId: number, tokenHash: string, ttlSeconds: number, intervalSeconds: number): Promise<boolean> {
-  await lockUserRow(q, userId);
+export async function insertPasswordReset(
+  q: Queryable, userId: number, tokenHash: string, ttlSeconds: number, intervalSeconds: number,
+): Promise<{ email: string } | 'recently_sent' | 'unavailable'> {
+  const user = (await q.query<{ email: string; active: boolean }>('SELECT email, active FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId])).rows[0];
+  if (!user || !user.active || user.email === '') return 'unavailable';
   const recent = await q.query(
     'SELECT 1 FROM password_resets WHERE user_id = $1 AND created_at > now() - make_interval(secs => $2::int) LIMIT 1',
     [userId, intervalSeconds],
   );
-  if (recent.rowCount > 0) return false;
+  if (recent.rowCount > 0) return 'recently_sent';
   await q.query('DELETE FROM password_resets WHERE user_id = $1 AND (used_at IS NOT NULL OR expires_at <= now())', [userId]);
   await q.query(
     `INSERT INTO password_resets (user_id, token_hash, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::int))`,
     [userId, tokenHash, ttlSeconds],
   );
-  return true;
+  return { email: user.email };
 }
 
 /** Every reset link of a user dies (their password or their mailbox changed). */

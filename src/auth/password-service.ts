@@ -79,16 +79,19 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       const token = randomBytes(32).toString('base64url');
       const made = await db.transaction(async (tx) => {
         const created = await insertPasswordReset(tx, user.id, hashResetToken(token), config.PASSWORD_RESET_TTL, config.PASSWORD_RESET_INTERVAL);
+        const refused = typeof created === 'string' ? created : null;
         await writeAudit(tx, {
-          action: 'user.password_reset_request', outcome: created ? 'success' : 'failure', userId: user.id, username: user.username,
-          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, ...(created ? {} : { reason: 'recently_sent' }) },
+          action: 'user.password_reset_request', outcome: refused ? 'failure' : 'success', userId: user.id, username: user.username,
+          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, ...(refused ? { reason: refused } : {}) },
         });
-        return created;
+        return typeof created === 'string' ? null : created;
       });
-      // a link went out less than PASSWORD_RESET_INTERVAL ago: it still works, no second mail
+      // a link went out less than PASSWORD_RESET_INTERVAL ago (it still works, no second mail),
+      // or the user was deactivated or lost their address since they were found
       if (!made) continue;
       const link = `${publicUrl}/reset-password?token=${token}`;
-      await mailer.send({ to: user.email, ...resetMessage(user, link, config.PASSWORD_RESET_TTL) });
+      // the address as it is now, read under the user's row lock with the link
+      await mailer.send({ to: made.email, ...resetMessage(user, link, config.PASSWORD_RESET_TTL) });
     }
   }
 
