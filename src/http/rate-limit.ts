@@ -102,6 +102,9 @@ export interface RateLimiters {
   close(): Promise<void>;
 }
 
+/** How long a Redis command (and a connection attempt) may take before it counts as an outage. */
+export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
+
 /**
  * Builds the limiters. With REDIS_URL the counters live in Redis and every instance shares
  * them; otherwise they live in this process.
@@ -115,7 +118,12 @@ export function createRateLimiters(
   metrics?: Pick<Metrics, 'rateLimited'>,
   logger?: Pick<Logger, 'warn'>,
 ): RateLimiters {
-  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
+  // every command is bounded (REDIS_COMMAND_TIMEOUT_MS), queued ones too: a Redis that stops
+  // answering, or accepts connections and never answers, is an outage (503), never a request
+  // held open for ever
+  const redis = config.REDIS_URL
+    ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, connectTimeout: REDIS_COMMAND_TIMEOUT_MS })
+    : undefined;
   redis?.on('error', () => {}); // reconnects by itself; a refused command surfaces as a request error
   const store = (prefix: string): Store | undefined =>
     redis
@@ -168,7 +176,8 @@ export function createRateLimiters(
     }),
     clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures')),
     async close() {
-      await redis?.quit().catch(() => {});
+      // QUIT is a command like any other: bounded, and a Redis that does not answer it is left
+      await redis?.quit().catch(() => redis.disconnect());
     },
   };
 }

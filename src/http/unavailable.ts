@@ -31,7 +31,15 @@ const OUTAGE_MESSAGES = [
   /^Connection is closed\.?$/i, // ioredis
   /Stream isn't writeable/i, // ioredis without its offline queue
   /Reached the max retries per request limit/i, // ioredis MaxRetriesPerRequestError
+  /^Command timed out$/, // ioredis commandTimeout: a Redis that does not answer
 ];
+
+/**
+ * Redis replies that say it cannot serve now, not that the command was wrong: a replica
+ * after a failover (READONLY), a server loading its data, out of memory or unable to persist,
+ * a replica without its primary, a script running, a cluster reconfiguring.
+ */
+const REDIS_UNAVAILABLE = /^(READONLY|LOADING|OOM|MISCONF|MASTERDOWN|BUSY|CLUSTERDOWN|TRYAGAIN)\b/;
 
 /**
  * If `err` (or its cause, or one of an AggregateError's errors) is a lost or refused
@@ -50,6 +58,7 @@ export function outageCause(err: unknown, depth = 0): string | null {
   if (code && isOutageSqlState(code)) return described();
   if (e.name === 'MaxRetriesPerRequestError') return described();
   if (OUTAGE_MESSAGES.some((re) => re.test(message))) return described();
+  if (e.name === 'ReplyError' && REDIS_UNAVAILABLE.test(message)) return described();
   if (Array.isArray(e.errors)) {
     for (const inner of e.errors) {
       const found = outageCause(inner, depth + 1);
