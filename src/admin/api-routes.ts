@@ -126,14 +126,14 @@ export const ADMIN_API_ROUTES = [
   }),
   route({
     ...admin, method: 'patch', path: '/api/admin/users/:id', params: userId, summary: 'Change a user (email, full name, role, active, password, must-change)',
-    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged. A field sent with its current value is no change: the profile\'s audit entry (user.update, or user.activate / user.deactivate when only `active` changed) names only the fields that changed in `changed`, with `previous_role` when the role did, and a request that changes nothing writes none.',
+    description: '`password` sets a new password (the password policy applies: `400 invalid_password` says what to fix); with `must_change_password: true` the next sign-in must choose another one (API logins answer `403 password_change_required`). A new password or `must_change_password: true` signs the user out everywhere (sessions, access tokens, unused SSO tokens; user.logout) and is audited as user.password_set; the password is never logged. The change is all or nothing: a refused password leaves the profile fields of the same request unchanged. A field sent with its current value is no change: the profile\'s audit entry (user.update, or user.activate / user.deactivate when only `active` changed) names only the fields that changed in `changed`, with `previous_role` when the role did, and a request that changes nothing writes none.',
     body: updateUserSchema,
     example: { password: 'temporary but long 2931', must_change_password: true },
     responses: {
       200: { description: 'The changed user', schema: R.adminUser, example: { ...adminUser, must_change_password: true } },
       400: err('Invalid body (`validation_error`), a password the policy refuses (`invalid_password`), or a malformed id (`invalid_id`)'),
       404: noUser,
-      409: err('An administrator cannot take their own admin role or deactivate themselves (`cannot_demote_self`), the change would leave no active administrator (`last_admin`: two demoting each other at once), or the email is taken', { error: 'cannot_demote_self', message: 'You cannot remove your own administrator role or deactivate yourself' }),
+      409: err('An administrator cannot take their own admin role or deactivate themselves (`cannot_demote_self`) or require their own password to be changed (`cannot_require_own_change`, as in the panel), the change would leave no active administrator (`last_admin`: two demoting each other at once), or the email is taken', { error: 'cannot_demote_self', message: 'You cannot remove your own administrator role or deactivate yourself' }),
       ...guarded,
     },
     handle: ({ userAdmin }) => async ({ req, res, params, body }) => {

@@ -99,16 +99,23 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
       return Object.keys(await users.updateProfile(id, profile, actor));
     },
 
-    /** Changes the profile (updateProfile) and/or the password (UserService.setPassword). */
+    /**
+     * Changes the profile and/or the password, all or nothing (UserService.update). An
+     * administrator cannot ask themselves to change their own password at the next sign-in
+     * (as in the panel: 409 cannot_require_own_change).
+     */
     async update(
       id: number,
       patch: { email?: string; full_name?: string; role?: string; active?: boolean; password?: string; must_change_password?: boolean },
       actor: Actor,
     ): Promise<AdminUser> {
       const { password, must_change_password: mustChange, ...profile } = patch;
-      if (Object.keys(profile).length > 0) await users.updateProfile(id, profile, actor);
+      if (id === actor.userId && mustChange === true) {
+        throw new AppError(409, 'cannot_require_own_change', 'You cannot require yourself to change your own password at the next sign-in. Set it without that flag, or change it at /account/password.');
+      }
       // the password never reaches the profile's audit entry (`changed`)
-      if (password !== undefined || mustChange !== undefined) await users.setPassword({ id }, { password, mustChange }, actor);
+      const change = password !== undefined || mustChange !== undefined ? { password, mustChange } : null;
+      await users.update(id, profile, change, actor);
       return getOr404(id);
     },
 

@@ -66,6 +66,79 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     signOutEverywhere(tx, events, user, {
       ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null,
     });
+
+  /** What a profile change is checked for before anything is written. */
+  function checkProfile(id: number, patch: Partial<ProfileFields>, actor: Actor): void {
+    if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
+      throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
+    }
+    if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
+      throw new AppError(400, 'invalid_email', 'email is not a valid address');
+    }
+    assertRoleAndName(patch.role, patch.full_name);
+  }
+
+  /** Writes a checked profile change in `tx` (updateProfile). */
+  async function applyProfile(tx: Queryable, id: number, patch: Partial<ProfileFields>, actor: Actor): Promise<Partial<ProfileFields>> {
+    const mayEndAdmin = (patch.role !== undefined && patch.role !== 'admin') || patch.active === false;
+    // Demotions and deactivations take the administrators' rows in turn, so two admins
+    // demoting each other at once cannot both go through and leave none.
+    if (mayEndAdmin) await lockActiveAdmins(tx);
+    const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
+    if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+    if (mayEndAdmin && (await countActiveAdmins(tx)) === 0) {
+      throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
+    }
+    const changed: Partial<ProfileFields> = Object.fromEntries(
+      PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
+    );
+    if (Object.keys(changed).length === 0) return changed;
+    const action = changed.active === undefined || Object.keys(changed).length > 1
+      ? 'user.update'
+      : changed.active ? 'user.activate' : 'user.deactivate';
+    await writeAudit(tx, {
+      action, outcome: 'success', ...byAdministrator(actor, user),
+      details: { ...actorDetails(actor), changed, ...(changed.role !== undefined ? { previous_role: user.before.role } : {}) },
+    });
+    // a link mailed to the address being replaced must not reset the password afterwards
+    if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
+    if (changed.active === false) await signOutDeactivated(tx, user, actor);
+    return changed;
+  }
+
+  /** A password change checked against the policy and hashed, before any transaction. */
+  async function preparePassword(
+    user: { username: string; email: string }, change: { password?: string; mustChange?: boolean },
+  ): Promise<{ hash?: string; mustChange: boolean }> {
+    if (change.password === undefined && change.mustChange === undefined) throw new AppError(400, 'usage', 'Give a password or the must-change flag');
+    if (change.password !== undefined) assertPasswordAllowed(change.password, config.PASSWORD_MIN_LENGTH, user);
+    const hash = change.password === undefined ? undefined : await hashPassword(change.password, config.BCRYPT_COST);
+    return { hash, mustChange: change.mustChange ?? false };
+  }
+
+  /** Writes a prepared password change in `tx` (setPassword); the new credentials version when the user was signed out. */
+  async function applyPassword(
+    tx: Queryable, found: UserRecord, prepared: { hash?: string; mustChange: boolean }, actor: Actor, keepSid?: string,
+  ): Promise<string | undefined> {
+    const { hash, mustChange } = prepared;
+    if (hash !== undefined) {
+      await storePassword(tx, found.id, hash, mustChange);
+      await clearLoginAttempts(tx, found.username);
+    } else {
+      await setMustChangePassword(tx, found.id, mustChange);
+    }
+    await writeAudit(tx, {
+      action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+      details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
+    });
+    if (hash === undefined && !mustChange) return undefined;
+    const signedOut = await signOutEverywhere(tx, events, found, {
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
+    }, keepSid);
+    return signedOut.credentialsVersion;
+  }
+
   return {
     /** Creates a user with a bcrypt-hashed password; 409 when the (normalized) name is taken. */
     async createUser(
@@ -105,18 +178,28 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       });
     },
 
-    /** Activates or deactivates a user by username; deactivating signs them out everywhere (signOutDeactivated). */
+    /**
+     * Activates or deactivates a user by username (the command line); deactivating signs them
+     * out everywhere (signOutDeactivated). As on the API and the panel, the last active
+     * administrator is not deactivated (409 last_admin), and a change that changes nothing
+     * is not audited.
+     */
     async setActive(rawUsername: string, active: boolean, actor: Actor): Promise<UserRecord> {
       const username = normalizeUsername(rawUsername);
       return db.transaction(async (tx) => {
+        if (!active) await lockActiveAdmins(tx);
         const user = await setUserActive(tx, username, active);
         if (!user) throw new AppError(404, 'user_not_found', `No user ${username}`);
+        if (!active && user.role === 'admin' && (await countActiveAdmins(tx)) === 0) {
+          throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
+        }
+        const { was_active: _was, ...record } = user;
+        if (user.was_active === active) return record;
         await writeAudit(tx, {
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
           details: { via: actor.via, actor: actor.username ?? null },
         });
-        if (!active && user.was_active) await signOutDeactivated(tx, user, actor);
-        const { was_active: _was, ...record } = user;
+        if (!active) await signOutDeactivated(tx, user, actor);
         return record;
       });
     },
@@ -136,29 +219,28 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     ): Promise<UserRecord & { must_change_password: boolean; credentialsVersion?: string }> {
       const found = 'id' in user ? await findUserById(db, user.id) : await findUserByUsername(db, normalizeUsername(user.username));
       if (!found) throw new AppError(404, 'user_not_found', `No user ${'id' in user ? user.id : normalizeUsername(user.username)}`);
-      if (change.password === undefined && change.mustChange === undefined) throw new AppError(400, 'usage', 'Give a password or the must-change flag');
-      if (change.password !== undefined) assertPasswordAllowed(change.password, config.PASSWORD_MIN_LENGTH, found);
-      const hash = change.password === undefined ? undefined : await hashPassword(change.password, config.BCRYPT_COST);
-      const mustChange = change.mustChange ?? false;
-      const credentialsVersion = await db.transaction(async (tx) => {
-        if (hash !== undefined) {
-          await storePassword(tx, found.id, hash, mustChange);
-          await clearLoginAttempts(tx, found.username);
-        } else {
-          await setMustChangePassword(tx, found.id, mustChange);
-        }
-        await writeAudit(tx, {
-          action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,
-          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-          details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
-        });
-        if (hash === undefined && !mustChange) return undefined;
-        const signedOut = await signOutEverywhere(tx, events, found, {
-          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
-        }, keepSid);
-        return signedOut.credentialsVersion;
+      const prepared = await preparePassword(found, change);
+      const credentialsVersion = await db.transaction((tx) => applyPassword(tx, found, prepared, actor, keepSid));
+      return { ...found, must_change_password: prepared.mustChange, credentialsVersion };
+    },
+
+    /**
+     * The admin API's PATCH: profile fields (as updateProfile) and the password or must-change
+     * flag (as setPassword), all or nothing: everything is checked, and the password hashed,
+     * before anything is written, and both are written in one transaction.
+     */
+    async update(
+      id: number, profile: Partial<ProfileFields>, change: { password?: string; mustChange?: boolean } | null, actor: Actor,
+    ): Promise<void> {
+      checkProfile(id, profile, actor);
+      const found = await findUserById(db, id);
+      if (!found) throw new AppError(404, 'user_not_found', `No user ${id}`);
+      // the policy compares the password with the address it will have
+      const prepared = change ? await preparePassword({ ...found, email: profile.email?.trim() ?? found.email }, change) : null;
+      await db.transaction(async (tx) => {
+        if (Object.keys(profile).length > 0) await applyProfile(tx, id, profile, actor);
+        if (prepared) await applyPassword(tx, found, prepared, actor);
       });
-      return { ...found, must_change_password: mustChange, credentialsVersion };
     },
 
     /**
@@ -169,39 +251,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
      * writes nothing. Answers the fields that changed, with their new values.
      */
     async updateProfile(id: number, patch: Partial<ProfileFields>, actor: Actor): Promise<Partial<ProfileFields>> {
-      if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
-        throw new AppError(409, 'cannot_demote_self', 'You cannot remove your own administrator role or deactivate yourself');
-      }
-      if (patch.email !== undefined && !z.email().safeParse(patch.email.trim()).success) {
-        throw new AppError(400, 'invalid_email', 'email is not a valid address');
-      }
-      assertRoleAndName(patch.role, patch.full_name);
-      const mayEndAdmin = (patch.role !== undefined && patch.role !== 'admin') || patch.active === false;
-      return db.transaction(async (tx) => {
-        // Demotions and deactivations take the administrators' rows in turn, so two admins
-        // demoting each other at once cannot both go through and leave none.
-        if (mayEndAdmin) await lockActiveAdmins(tx);
-        const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
-        if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-        if (mayEndAdmin && (await countActiveAdmins(tx)) === 0) {
-          throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
-        }
-        const changed: Partial<ProfileFields> = Object.fromEntries(
-          PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
-        );
-        if (Object.keys(changed).length === 0) return changed;
-        const action = changed.active === undefined || Object.keys(changed).length > 1
-          ? 'user.update'
-          : changed.active ? 'user.activate' : 'user.deactivate';
-        await writeAudit(tx, {
-          action, outcome: 'success', ...byAdministrator(actor, user),
-          details: { ...actorDetails(actor), changed, ...(changed.role !== undefined ? { previous_role: user.before.role } : {}) },
-        });
-        // a link mailed to the address being replaced must not reset the password afterwards
-        if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
-        if (changed.active === false) await signOutDeactivated(tx, user, actor);
-        return changed;
-      });
+      checkProfile(id, patch, actor);
+      return db.transaction((tx) => applyProfile(tx, id, patch, actor));
     },
 
     /** Clears a user's failed-login counter and lock (by id, for the admin API and panel). */
