@@ -117,6 +117,7 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
        WHERE d.id IN (
            SELECT o.id FROM webhooks ow JOIN webhook_deliveries o ON o.webhook_id = ow.id
            WHERE NOT ow.active AND o.status = 'pending' AND (o.locked_until IS NULL OR o.locked_until <= now())
+           LIMIT 500 -- a claim stays short; the next one closes more
            FOR UPDATE OF o SKIP LOCKED)
          AND w.id = d.webhook_id AND NOT w.active AND d.status = 'pending'
      ), due AS (
