@@ -11,7 +11,9 @@ import { MemoryStore, type Options, type Store } from 'express-rate-limit';
  * routes' requests, where failures are rare. Here a success costs one lookup in this
  * instance's map of refused addresses; the store is asked only on a failure. Another
  * instance learns of a refused address at that address's next failure there, which the
- * shared count refuses at once.
+ * shared count refuses at once: guesses stay bounded across instances, but until then that
+ * instance still serves the address's requests with the right secret. `keyOf` groups
+ * addresses as the other per-address limits do (addressKey, src/http/rate-limit.ts).
  */
 export interface FailureLimit {
   /** Seconds this address must wait before it is heard again, or 0. */
@@ -23,7 +25,9 @@ export interface FailureLimit {
 /** How many refused addresses one instance remembers: past that the oldest are forgotten (their count stays in the store). */
 const MAX_REFUSED = 10_000;
 
-export function createFailureLimit(limit: number, windowMs: number, store: Store = new MemoryStore()): FailureLimit {
+export function createFailureLimit(
+  limit: number, windowMs: number, store: Store = new MemoryStore(), keyOf: (address: string) => string = (address) => address,
+): FailureLimit {
   // With Redis down at start the store's script load fails: the other limiters already warned
   // of it, and the first count afterwards loads it again or reports the outage (503)
   Promise.resolve(store.init?.({ windowMs } as Options)).catch(() => {});
@@ -33,18 +37,20 @@ export function createFailureLimit(limit: number, windowMs: number, store: Store
   return {
     refusedFor(address) {
       if (refused.size === 0) return 0;
-      const until = refused.get(address);
+      const key = keyOf(address);
+      const until = refused.get(key);
       if (until === undefined) return 0;
       if (until > Date.now()) return waitOf(until);
-      refused.delete(address);
+      refused.delete(key);
       return 0;
     },
     async count(address) {
-      const { totalHits, resetTime } = await store.increment(address);
+      const key = keyOf(address);
+      const { totalHits, resetTime } = await store.increment(key);
       if (totalHits <= limit) return 0;
       const until = resetTime?.getTime() ?? Date.now() + windowMs;
       if (refused.size >= MAX_REFUSED) refused.delete(refused.keys().next().value!);
-      refused.set(address, until);
+      refused.set(key, until);
       return waitOf(until);
     },
   };

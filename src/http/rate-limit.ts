@@ -102,6 +102,17 @@ export interface RateLimiters {
   close(): Promise<void>;
 }
 
+/**
+ * The key a caller's address is counted under by the limits "per IP address": an IPv4
+ * address itself, an IPv6 address by its /64. One IPv6 host or network is given a /64 and can
+ * take any address in it, so counting single IPv6 addresses would give it 2^64 budgets; a
+ * /64 is the smallest block a network is assigned. (express-rate-limit's default, a /56, let
+ * every host of a cloud network or a site share one budget: a review helper, 2026-11-27.)
+ */
+export function addressKey(ip: string): string {
+  return ipKeyGenerator(ip, 64);
+}
+
 /** How long a Redis command (and a connection attempt) may take before it counts as an outage. */
 export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
 
@@ -167,14 +178,14 @@ export function createRateLimiters(
   };
 
   return {
-    login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => ipKeyGenerator(clientIp(req))),
+    login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => addressKey(clientIp(req))),
     validation: limiter('validate', config.RATE_LIMIT_VALIDATE_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
     tokenIssue: limiter('token', config.RATE_LIMIT_TOKEN_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
     user: limiter('user', config.RATE_LIMIT_USER_PER_MIN, (req, res) => {
       const user = res.locals.user as { id: number } | undefined;
-      return user ? `u${user.id}` : `ip:${ipKeyGenerator(clientIp(req))}`;
+      return user ? `u${user.id}` : `ip:${addressKey(clientIp(req))}`;
     }),
-    clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures')),
+    clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures'), addressKey),
     async close() {
       // QUIT is a command like any other: bounded, and a Redis that does not answer it is left
       await redis?.quit().catch(() => redis.disconnect());
