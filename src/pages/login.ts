@@ -9,6 +9,7 @@ import { input } from '../http/validate.ts';
 import { callbackWithToken } from '../clients/callback.ts';
 import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
+import { logoUrlProblem } from './logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
@@ -29,6 +30,17 @@ function requestContext(req: Request) {
   return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
 }
 
+/**
+ * A client as its sign-in page shows it: a logo the service would refuse (logoUrlProblem) is
+ * left out. The clients table is also written by hand (seed files, psql) and the database
+ * bounds the logo's length only; a same-origin address such as /sso/logout, fetched with the
+ * session cookie as the page loads, ended the session holding the form's CSRF token, so nobody
+ * could sign in to that client (a review helper, 2026-11-27).
+ */
+function pageClient(client: ClientRecord): ClientRecord {
+  return client.logo_url && logoUrlProblem(client.logo_url) !== null ? { ...client, logo_url: null } : client;
+}
+
 /** Renders the sign-in page for `target` at one of its two steps. */
 function renderLogin(
   req: Request,
@@ -40,7 +52,7 @@ function renderLogin(
   const flash: FlashMessage[] = view.error ? [{ type: 'error', text: view.error }] : [];
   renderPage(req, res, 'login', {
     step: view.step,
-    client: target.kind === 'client' ? target.client : null,
+    client: target.kind === 'client' ? pageClient(target.client) : null,
     action,
     hidden: view.step === 'totp' ? { ...hidden, pending_key: view.pendingKey ?? '' } : hidden,
     login: view.login ?? '',
