@@ -34,6 +34,9 @@ describe.skipIf(browserMissing)('a client logo written in SQL (Chromium)', () =>
     const client = await makeClient(app);
     const logo = '/sso/logout';
     expect(logoUrlProblem(logo), 'the service itself refuses this logo').not.toBe(null);
+    // the database refuses it (clients_logo_url_valid, migration 0016); its check is switched
+    // off here, as a superuser could, for a row written before that check or around it
+    await app.db.exec('ALTER TABLE clients DROP CONSTRAINT IF EXISTS clients_logo_url_valid');
     await app.db.query('UPDATE clients SET logo_url = $1 WHERE client_id = $2', [logo, client.client_id]);
     const html = (await app.http.get(`/sso/login?client_id=${client.client_id}`)).text;
     expect(html).not.toContain('data-client-logo');
