@@ -51,3 +51,68 @@ export function embeddedDb(pglite: PGliteInterface): Db {
   };
   return db;
 }
+
+/**
+ * What the socket server (the command line's way in while the service runs: src/db/open.ts)
+ * is given in place of PGlite itself. pglite-socket keeps single protocol messages exclusive
+ * (runExclusive: PGlite's query lock); the service's own queries and transactions take
+ * PGlite's transaction lock, which a command's transaction on the socket never held, so they
+ * ran inside it, on PGlite's one session: a command that failed and rolled back undid writes
+ * the service had already answered for (a token's use, so the token validated twice), and
+ * the service's COMMIT could end a command's transaction half-way (a review helper,
+ * 2026-11-27). Here every socket message also takes the transaction lock, and keeps it while
+ * the message leaves the session inside a transaction, until that transaction ends (its
+ * COMMIT or ROLLBACK, or the ROLLBACK the socket server sends for a client that went away).
+ * pglite-socket's queue hands one message at a time, and only the open transaction's own
+ * client's messages while one is open.
+ */
+export function socketFacade(pglite: PGlite): PGlite {
+  // PGlite's own lock for query(), exec() and transaction(): not in its typings
+  const exclusive = (pglite as unknown as { _runExclusiveTransaction?: (fn: () => Promise<void>) => Promise<void> })._runExclusiveTransaction?.bind(pglite);
+  if (!exclusive) throw new Error('This version of PGlite has no transaction lock to share with its socket (src/db/embedded.ts socketFacade)');
+  /** Ends the hold of a socket client's open transaction. */
+  let heldOpen: (() => void) | null = null;
+  const releaseIfEnded = () => {
+    if (heldOpen && !pglite.isInTransaction()) {
+      const release = heldOpen;
+      heldOpen = null;
+      release();
+    }
+  };
+  const run = <T>(work: () => Promise<T>): Promise<T> => {
+    // inside a socket client's transaction, which holds the lock already
+    if (heldOpen) return pglite.runExclusive(work).finally(releaseIfEnded);
+    return new Promise<T>((resolve, reject) => {
+      exclusive(async () => {
+        try {
+          resolve(await pglite.runExclusive(work));
+        } catch (err) {
+          reject(err);
+        }
+        // the message opened a transaction: the lock is kept until it ends
+        if (pglite.isInTransaction()) await new Promise<void>((release) => { heldOpen = release; });
+      }).catch(reject);
+    });
+  };
+  const facade = {
+    get waitReady() {
+      return pglite.waitReady;
+    },
+    isInTransaction: () => pglite.isInTransaction(),
+    execProtocolRawStream: (...args: Parameters<PGlite['execProtocolRawStream']>) => pglite.execProtocolRawStream(...args),
+    runExclusive: run,
+    // the socket server's ROLLBACK for a client that went away inside its transaction
+    exec: (sql: string) => run(() => pglite.execProtocolRaw(simpleQuery(sql))),
+  };
+  return facade as unknown as PGlite;
+}
+
+/** A protocol message for a simple query: 'Q', its length, the SQL, a zero byte. */
+function simpleQuery(sql: string): Uint8Array {
+  const text = Buffer.from(sql + '\0', 'utf8');
+  const message = Buffer.alloc(5 + text.length);
+  message.write('Q', 0, 'latin1');
+  message.writeInt32BE(4 + text.length, 1);
+  text.copy(message, 5);
+  return message;
+}

@@ -57,13 +57,14 @@ export async function openDatabase(
   }
   try {
     // PGlite (a WebAssembly PostgreSQL) is loaded only here: a service on PostgreSQL never loads it
-    const { openEmbedded } = await import('./embedded.ts');
+    const { openEmbedded, socketFacade } = await import('./embedded.ts');
     const { db, pglite } = await openEmbedded(paths.pgdata);
     let server: PGLiteSocketServer | undefined;
     if (options.serve) {
       await unlink(paths.socket).catch(() => {});
       const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-      server = new PGLiteSocketServer({ db: pglite, path: paths.socket, maxConnections: 8 });
+      // a command's transaction holds the service's statements off until it ends (socketFacade)
+      server = new PGLiteSocketServer({ db: socketFacade(pglite), path: paths.socket, maxConnections: 8 });
       await server.start();
     }
     return {
