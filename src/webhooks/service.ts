@@ -77,7 +77,8 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
      * Changes any of url, events, active and secret, validated as at registration, keeping
      * the delivery history. Later attempts, retries of earlier events included, use the new
      * URL and secret. Turning it off closes its pending deliveries as failed (as the panel's
-     * Disable and a receiver's 410 do). Audited with what changed, never the secret itself.
+     * Disable and a receiver's 410 do). Audited with what really changed (compared with the row
+     * before), never the secret itself; a change that changes nothing is not audited.
      */
     async update(
       id: number,
@@ -94,10 +95,18 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         await updateWebhook(tx, id, { url, events, secret: input.secret, active: input.active === true ? true : undefined });
         if (input.active === false && before.active) await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
         const after = (await findWebhook(tx, id))!;
+        // what really changed (the panel's form sends every field): a save that changes nothing writes no entry
+        const changed = [
+          ...(after.active !== before.active ? ['active'] : []),
+          ...([...after.events].sort().join() !== [...before.events].sort().join() ? ['events'] : []),
+          ...(after.secret !== before.secret ? ['secret'] : []),
+          ...(after.url !== before.url ? ['url'] : []),
+        ];
+        if (changed.length === 0) return after;
         await writeAudit(tx, {
           action: 'webhook.update', outcome: 'success', ...audit(actor),
           details: {
-            via: actor.via, webhook_id: id, changed: Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined).sort(),
+            via: actor.via, webhook_id: id, changed,
             url: after.url, ...(after.url !== before.url ? { previous_url: before.url } : {}), events: after.events, active: after.active,
           },
         });
