@@ -51,7 +51,7 @@ export const rejectUnstorableText: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** An HTML form body parser (urlencoded, flat fields) followed by the same text check. */
-export function formBody(options: { parameterLimit: number }): RequestHandler[] {
-  return [express.urlencoded({ extended: false, limit: '16kb', parameterLimit: options.parameterLimit }), rejectUnstorableText];
+/** An HTML form body parser (urlencoded, flat fields; at most `limit`, default 16 KiB) followed by the same text check. */
+export function formBody(options: { parameterLimit: number; limit?: string }): RequestHandler[] {
+  return [express.urlencoded({ extended: false, limit: options.limit ?? '16kb', parameterLimit: options.parameterLimit }), rejectUnstorableText];
 }
