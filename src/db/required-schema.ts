@@ -22,6 +22,13 @@ export interface RequiredTable {
    * every writer (seed files, psql), so without them a change goes unchecked or unaudited.
    */
   triggers?: readonly string[];
+  /**
+   * Column sets that must be unique (a primary key or a valid unique index, not partial): the
+   * targets of the service's ON CONFLICT clauses, and the keys single use and one holder per
+   * name rest on. A restore whose indexes failed, or a dropped constraint, would otherwise
+   * start a service whose upserts fail (500s) or whose rules quietly stop holding.
+   */
+  unique?: readonly (readonly string[])[];
 }
 
 export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
@@ -30,8 +37,9 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     columns: ['id', 'username', 'email', 'full_name', 'role', 'password_hash', 'active', 'totp_secret', 'totp_enabled', 'totp_last_step', 'created_at', 'updated_at',
       'must_change_password', 'password_changed_at'],
     privileges: READ_WRITE,
+    unique: [['id'], ['username']],
   },
-  login_attempts: { columns: ['login', 'failed_count', 'locked_until', 'updated_at'], privileges: READ_WRITE },
+  login_attempts: { columns: ['login', 'failed_count', 'locked_until', 'updated_at'], privileges: READ_WRITE, unique: [['login']] },
   recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
   clients: {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
@@ -39,17 +47,20 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     privileges: READ_WRITE,
     // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate'],
+    unique: [['client_id']],
   },
   sso_tokens: {
     columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id'],
     privileges: READ_WRITE,
+    unique: [['jti']],
   },
   user_client_links: {
     columns: ['user_id', 'client_id', 'external_username', 'created_at', 'status', 'confirmed_at', 'confirmed_by', 'username_key'],
     privileges: READ_WRITE,
+    unique: [['user_id', 'client_id'], ['client_id', 'username_key']],
   },
-  sessions: { columns: ['sid', 'sess', 'expire', 'user_id', 'created_at', 'last_seen_at'], privileges: READ_WRITE },
-  revoked_access_tokens: { columns: ['jti', 'user_id', 'expires_at', 'revoked_at'], privileges: READ_WRITE },
+  sessions: { columns: ['sid', 'sess', 'expire', 'user_id', 'created_at', 'last_seen_at'], privileges: READ_WRITE, unique: [['sid']] },
+  revoked_access_tokens: { columns: ['jti', 'user_id', 'expires_at', 'revoked_at'], privileges: READ_WRITE, unique: [['jti']] },
   password_resets: { columns: ['id', 'user_id', 'token_hash', 'created_at', 'expires_at', 'used_at'], privileges: READ_WRITE },
   // the audit log is appended to and read; an operator may revoke UPDATE and DELETE on it
   audit_log: {

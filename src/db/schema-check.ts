@@ -62,6 +62,20 @@ export async function findSchemaProblems(db: Queryable, required: Readonly<Recor
   const missingTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => !found.has(k));
   const disabledTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => found.get(k) === false);
 
+  // a key is there when a valid, non-partial unique index (or the primary key) has exactly its columns
+  const keys = tables.filter((t) => columnsOf.has(t)).flatMap((t) => (required[t].unique ?? []).map((cols) => [t, [...cols].sort().join(',')] as const));
+  const missingKeys = (await db.query<{ key: string }>(
+    `SELECT x.table_name || '(' || x.cols || ')' AS key
+       FROM unnest($1::text[], $2::text[]) AS x(table_name, cols)
+      WHERE NOT EXISTS (
+        SELECT 1 FROM pg_index i
+         WHERE i.indrelid = to_regclass(x.table_name) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+           AND (SELECT string_agg(a.attname::text, ',' ORDER BY a.attname::text) FROM pg_attribute a
+                 WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])) = x.cols
+           AND i.indnkeyatts = cardinality(string_to_array(x.cols, ',')))`,
+    [keys.map(([t]) => t), keys.map(([, c]) => c)],
+  )).rows.map((r) => r.key);
+
   const readOnly = await db.query<{ read_only: string }>(`SELECT current_setting('transaction_read_only') AS read_only`);
 
   const problems: string[] = [];
@@ -69,6 +83,7 @@ export async function findSchemaProblems(db: Queryable, required: Readonly<Recor
   if (missingColumns.length) problems.push(`missing columns: ${missingColumns.join(', ')}`);
   if (missingTriggers.length) problems.push(`missing triggers: ${missingTriggers.join(', ')}`);
   if (disabledTriggers.length) problems.push(`disabled triggers: ${disabledTriggers.join(', ')}`);
+  if (missingKeys.length) problems.push(`missing unique keys: ${missingKeys.join(', ')}`);
   for (const [privs, list] of byPrivileges) problems.push(`the database user "${role}" may not ${privs} on ${list.join(', ')}`);
   if (readOnly.rows[0]?.read_only === 'on') problems.push('the database accepts no writes (transaction_read_only is on: a standby, or default_transaction_read_only)');
   return problems;
