@@ -1,10 +1,11 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { Db } from '../db/db.ts';
 import { migrate, pendingMigrations } from '../db/migrate.ts';
-import { describeDatabase, openDatabase } from '../db/open.ts';
+import { describeDatabase, embeddedPaths, openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { loadSigningKeys } from '../sso/keys.ts';
@@ -83,9 +84,14 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   // Say which database this is: a shell without DATABASE_URL would otherwise write silently
   // to the embedded one while the service runs on PostgreSQL.
   if (!io.db) io.stderr(`admin: using ${describeDatabase(config)}\n`);
+  const args = { words: positionals, options: values };
+  // a read-only command creates nothing, an embedded database in the wrong directory included
+  if (!io.db && readOnlyCommand(args) && !config.DATABASE_URL && !existsSync(embeddedPaths(config.DATA_DIR).pgdata)) {
+    throw new AppError(409, 'no_database', `admin: there is no embedded database in ${embeddedPaths(config.DATA_DIR).dir}. `
+      + 'Check that it is the right directory (DATA_DIR) or set DATABASE_URL; this command only reads and changes nothing.');
+  }
   const db = io.db ?? (await openDatabase(config, { serve: false }));
   try {
-    const args = { words: positionals, options: values };
     if (readOnlyCommand(args)) await refuseUnmigrated(db);
     else await migrate(db); // as the service does at start: a writing command brings the schema up to date first
     const services = createServices({ config, db, logger: pino({ level: 'silent' }), signingKeys: await loadSigningKeys(config) });
