@@ -238,8 +238,9 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       // the policy compares the password with the address it will have
       const prepared = change ? await preparePassword({ ...found, email: profile.email?.trim() ?? found.email }, change) : null;
       await db.transaction(async (tx) => {
-        if (Object.keys(profile).length > 0) await applyProfile(tx, id, profile, actor);
-        if (prepared) await applyPassword(tx, found, prepared, actor);
+        const changed = Object.keys(profile).length > 0 ? await applyProfile(tx, id, profile, actor) : {};
+        // the sign-out's user.logout event names the address the user has now
+        if (prepared) await applyPassword(tx, changed.email !== undefined ? { ...found, email: changed.email } : found, prepared, actor);
       });
     },
 

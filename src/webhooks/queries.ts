@@ -283,16 +283,20 @@ export async function listDeliveries(q: Queryable, webhookId: number, limit: num
 /**
  * Queues a finished delivery again (same id, so the receiver can still deduplicate) for a
  * fresh round of attempts. Pending deliveries are left alone; the webhook must be active, as
- * it is once a change turning it off that is under way has committed.
+ * it is once a change turning it off that is under way has committed. Call inside a
+ * transaction: the webhook's row stays locked (FOR KEY SHARE) until it ends.
  */
 export async function requeueDelivery(q: Queryable, webhookId: number, deliveryId: string): Promise<'requeued' | 'pending' | 'inactive' | 'not_found'> {
+  // the webhook first, then its delivery: the order of every other path that locks both (a
+  // change turning it off, a 410, a delete and its cascade), so none of them can deadlock with
+  // this; a change turning it off that is under way is waited for, and seen
+  await q.query('SELECT 1 FROM webhooks WHERE id = $1 FOR KEY SHARE', [webhookId]);
   const r = await q.query<{ outcome: string }>(
     `WITH target AS (
        SELECT d.id, d.status, w.active FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.id = $2 AND d.webhook_id = $1
-       -- a delivery being pruned is waited for and then not found; a webhook being turned off
-       -- is waited for and seen off (as in deliveryRows, event-queries.ts)
-       FOR NO KEY UPDATE OF d FOR KEY SHARE OF w
+       -- a delivery being pruned is waited for and then not found
+       FOR NO KEY UPDATE OF d
      ), requeued AS (
        UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
          completed_at = NULL, last_error = NULL, last_status_code = NULL
