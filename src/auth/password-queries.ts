@@ -54,7 +54,7 @@ export async function findResetCandidates(q: Queryable, username: string, email:
 export async function insertPasswordReset(
   q: Queryable, userId: number, tokenHash: string, ttlSeconds: number, intervalSeconds: number,
 ): Promise<{ email: string } | 'recently_sent' | 'unavailable'> {
-  const user = (await q.query<{ email: string; active: boolean }>('SELECT email, active FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId])).rows[0];
+  const user = await lockUserRow(q, userId);
   if (!user || !user.active || user.email === '') return 'unavailable';
   const recent = await q.query(
     'SELECT 1 FROM password_resets WHERE user_id = $1 AND created_at > now() - make_interval(secs => $2::int) LIMIT 1',
@@ -102,15 +102,16 @@ export async function storePasswordAndActivate(q: Queryable, userId: number, pas
 }
 
 /**
- * Locks the user's row for the rest of the transaction against every other writer of it and
+ * Locks the user's row for the rest of the transaction, answering its address and active flag
+ * as they are under the lock (null: no such user), against every other writer of it and
  * against sign-ins (credentialsNow, saveSignedInSession: FOR SHARE). FOR NO KEY UPDATE, the
  * lock an UPDATE of the row takes, not FOR UPDATE: that would also block inserting a row that
  * refers to the user (its foreign-key check), and an SSO token being issued in a session this
  * transaction is about to end holds that session's row while it inserts: each would wait for
  * the other (a deadlock, answered 500). Every lock on a user's row here is of this kind.
  */
-export async function lockUserRow(q: Queryable, userId: number): Promise<void> {
-  await q.query('SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId]);
+export async function lockUserRow(q: Queryable, userId: number): Promise<{ email: string; active: boolean } | null> {
+  return (await q.query<{ email: string; active: boolean }>('SELECT email, active FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId])).rows[0] ?? null;
 }
 
 /**

@@ -86,8 +86,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (!io.db) io.stderr(`admin: using ${describeDatabase(config)}\n`);
   const args = { words: positionals, options: values };
   // a read-only command creates nothing, an embedded database in the wrong directory included
-  if (!io.db && readOnlyCommand(args) && !config.DATABASE_URL && !existsSync(embeddedPaths(config.DATA_DIR).pgdata)) {
-    throw new AppError(409, 'no_database', `admin: there is no embedded database in ${embeddedPaths(config.DATA_DIR).dir}. `
+  const embedded = embeddedPaths(config.DATA_DIR);
+  if (!io.db && readOnlyCommand(args) && !config.DATABASE_URL && !existsSync(embedded.pgdata)) {
+    throw new AppError(409, 'no_database', `admin: there is no embedded database in ${embedded.dir}. `
       + 'Check that it is the right directory (DATA_DIR) or set DATABASE_URL; this command only reads and changes nothing.');
   }
   const db = io.db ?? (await openDatabase(config, { serve: false }));

@@ -20,9 +20,9 @@ export const MIGRATION_STEPS: Readonly<Record<string, (tx: Queryable) => Promise
 async function rekeyLinkNames(tx: Queryable): Promise<void> {
   const rows = (await tx.query<{ user_id: number; client_id: string; external_username: string; username_key: string }>(
     "SELECT user_id, client_id, external_username, username_key FROM user_client_links WHERE external_username ~ '[^ -~]'",
-  )).rows.filter((r) => normalizeUsername(r.external_username) !== r.username_key);
+  )).rows.map((r) => ({ ...r, key: normalizeUsername(r.external_username) })).filter((r) => r.key !== r.username_key);
   if (rows.length === 0) return;
-  const fix = [rows.map((r) => r.user_id), rows.map((r) => r.client_id), rows.map((r) => normalizeUsername(r.external_username))];
+  const fix = [rows.map((r) => r.user_id), rows.map((r) => r.client_id), rows.map((r) => r.key)];
   await tx.query(
     `WITH fix AS (
        SELECT * FROM unnest($1::int[], $2::text[], $3::text[]) AS f(user_id, client_id, key)

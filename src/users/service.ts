@@ -67,6 +67,17 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null,
     });
 
+  /**
+   * The rule every path that demotes or deactivates keeps (API, panel, command line): after the
+   * change, in its transaction (the active administrators' rows locked first: lockActiveAdmins),
+   * at least one active administrator is left.
+   */
+  async function refuseNoAdminLeft(tx: Queryable): Promise<void> {
+    if ((await countActiveAdmins(tx)) === 0) {
+      throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
+    }
+  }
+
   /** What a profile change is checked for before anything is written. */
   function checkProfile(id: number, patch: Partial<ProfileFields>, actor: Actor): void {
     if (id === actor.userId && ((patch.role !== undefined && patch.role !== 'admin') || patch.active === false)) {
@@ -86,9 +97,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     if (mayEndAdmin) await lockActiveAdmins(tx);
     const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
-    if (mayEndAdmin && (await countActiveAdmins(tx)) === 0) {
-      throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
-    }
+    if (mayEndAdmin) await refuseNoAdminLeft(tx);
     const changed: Partial<ProfileFields> = Object.fromEntries(
       PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
     );
@@ -190,9 +199,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         if (!active) await lockActiveAdmins(tx);
         const user = await setUserActive(tx, username, active);
         if (!user) throw new AppError(404, 'user_not_found', `No user ${username}`);
-        if (!active && user.role === 'admin' && (await countActiveAdmins(tx)) === 0) {
-          throw new AppError(409, 'last_admin', 'This is the last active administrator: make another user an administrator first');
-        }
+        if (!active && user.role === 'admin') await refuseNoAdminLeft(tx);
         const { was_active: _was, ...record } = user;
         if (user.was_active === active) return record;
         await writeAudit(tx, {
