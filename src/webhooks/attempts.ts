@@ -5,7 +5,8 @@ import type { Db } from '../db/db.ts';
 import { failureFields } from '../http/unavailable.ts';
 import type { GuardPolicy, Lookup } from './address-guard.ts';
 import { hasRetriesLeft, retryDelayMs } from './backoff.ts';
-import { type AttemptRecord, type ClaimedDelivery, disableWebhook, lockWebhook, recordAttempts } from './queries.ts';
+import { type AttemptRecord, type ClaimedDelivery, recordAttempts } from './delivery-queries.ts';
+import { disableWebhook, lockWebhook } from './queries.ts';
 import { type AttemptOutcome, sendDelivery } from './sender.ts';
 
 /** How long a finished attempt waits for others to be recorded with it. */

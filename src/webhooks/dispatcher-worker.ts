@@ -9,7 +9,7 @@ import { openPostgres } from '../db/postgres.ts';
 import { createLogger } from '../logging/logger.ts';
 import { type AttemptCounter, startDispatcher } from './dispatcher.ts';
 import { createOutbox } from './events.ts';
-import type { ClaimedDelivery } from './queries.ts';
+import type { ClaimedDelivery } from './delivery-queries.ts';
 
 /** What the thread is started with. */
 export interface DispatcherSettings {

@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import { guardPolicy, type Lookup, systemLookup } from './address-guard.ts';
 import { type AttemptCounter, createAttempts } from './attempts.ts';
 import type { EventOutbox } from './events.ts';
-import { type ClaimedDelivery, claimDueDeliveries, findWebhookTargets, releaseDeliveries, type WebhookTarget } from './queries.ts';
+import { type ClaimedDelivery, claimDueDeliveries, findWebhookTargets, releaseDeliveries, type WebhookTarget } from './delivery-queries.ts';
 import { failureFields } from '../http/unavailable.ts';
 
 export type { AttemptCounter } from './attempts.ts';

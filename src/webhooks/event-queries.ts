@@ -1,5 +1,5 @@
 import type { WritePart } from '../db/statement.ts';
-import { CLAIMED_DELIVERY_COLUMNS } from './queries.ts';
+import { CLAIMED_DELIVERY_COLUMNS } from './delivery-queries.ts';
 
 /**
  * Events of one type: their data, or a query of the statement they are written by that
@@ -29,7 +29,7 @@ export type EventSource = ReadonlyArray<Record<string, unknown>> | { readonly se
  *
  * With `lease`, the rows are written already claimed for their first attempt and leased to
  * the dispatcher they will be handed to, and the statement answers them as that dispatcher
- * needs them (ClaimedDelivery, src/webhooks/queries.ts).
+ * needs them (ClaimedDelivery, src/webhooks/delivery-queries.ts).
  */
 export function deliveryRows(event: string, data: EventSource, lease?: { leaseMs: number }): WritePart | null {
   if (Array.isArray(data) && data.length === 0) return null;

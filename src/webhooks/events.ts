@@ -1,7 +1,7 @@
 import { afterCommitOf, type Queryable } from '../db/db.ts';
 import { type WritePart, writeTogether } from '../db/statement.ts';
 import { deliveryRows, type EventSource } from './event-queries.ts';
-import type { ClaimedDelivery } from './queries.ts';
+import type { ClaimedDelivery } from './delivery-queries.ts';
 
 /** The seven event types of the webhook contract (README, "Webhooks"). */
 export const EVENT_TYPES = [

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { type GuardPolicy, type Lookup, parseWebhookUrl, type ResolvedAddress, resolveTarget, UrlNotAllowedError } from './address-guard.ts';
-import type { ClaimedDelivery } from './queries.ts';
+import type { ClaimedDelivery } from './delivery-queries.ts';
 import { signDelivery } from './signing.ts';
 
 /** At most this much of a receiver's answer is read (and kept, for the delivery log). */

@@ -9,7 +9,7 @@ import { signingKeysOf } from '../../src/sso/keys.ts';
 import { findUserByUsername } from '../../src/users/queries.ts';
 import { deliveryLeaseMs, startDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
-import { claimDueDeliveries } from '../../src/webhooks/queries.ts';
+import { claimDueDeliveries } from '../../src/webhooks/delivery-queries.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';

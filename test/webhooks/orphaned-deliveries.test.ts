@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { startDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { createOutbox } from '../../src/webhooks/events.ts';
-import { claimDueDeliveries } from '../../src/webhooks/queries.ts';
+import { claimDueDeliveries } from '../../src/webhooks/delivery-queries.ts';
 import { createWebhookService } from '../../src/webhooks/service.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';
