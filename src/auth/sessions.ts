@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
+import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { deleteUserSession, listUserSessions } from './session-queries.ts';
 import { signOutEverywhere } from './sign-out.ts';
@@ -69,9 +70,12 @@ export function createSessionService(deps: Pick<Deps, 'db' | 'events'>) {
       if (!row) return null;
       const ended = await db.transaction(async (tx) => {
         if (!(await deleteUserSession(tx, user.id, row.sid))) return false;
+        // the SSO tokens the session was given and no client has used yet go with it; a token
+        // being issued in it holds its row (lockLiveSession), so is committed first and seen here
+        const invalidatedTokens = await invalidateUnusedTokens(tx, user.id, { sessionId: row.sid });
         await writeAudit(tx, {
           action: 'user.session_end', outcome: 'success', userId: user.id, username: user.username,
-          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, current: row.sid === currentSid },
+          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, current: row.sid === currentSid, invalidated_tokens: invalidatedTokens },
         });
         return true;
       });

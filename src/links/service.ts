@@ -101,7 +101,7 @@ export function createLinkService(deps: { db: Db }) {
         const link = await insertPendingLink(tx, user.id, clientId, name);
         // throwing rolls the deletion back: a refused new claim keeps the old link
         if (!link) throw new AppError(409, 'link_name_taken', NAME_TAKEN);
-        if (previous) await invalidateUnusedTokens(tx, user.id, clientId);
+        if (previous) await invalidateUnusedTokens(tx, user.id, { clientId });
         await writeAudit(tx, {
           action: 'user.link_client', outcome: 'success', userId: user.id, username: user.username, clientId,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
@@ -125,7 +125,7 @@ export function createLinkService(deps: { db: Db }) {
       return db.transaction(async (tx) => {
         const link = await deleteLink(tx, user.id, clientId);
         if (!link) return null;
-        const invalidated = await invalidateUnusedTokens(tx, user.id, clientId);
+        const invalidated = await invalidateUnusedTokens(tx, user.id, { clientId });
         await writeAudit(tx, {
           action: 'user.unlink_client', outcome: 'success', userId: user.id, username: user.username, clientId,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
@@ -181,7 +181,7 @@ export function createLinkService(deps: { db: Db }) {
       return db.transaction(async (tx) => {
         const link = await deleteLink(tx, userId, clientId);
         if (!link) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);
-        const invalidatedTokens = await invalidateUnusedTokens(tx, userId, clientId);
+        const invalidatedTokens = await invalidateUnusedTokens(tx, userId, { clientId });
         await writeAudit(tx, {
           action: 'user.link_revoke', outcome: 'success', userId, username: user.username, clientId,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,

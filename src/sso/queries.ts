@@ -236,17 +236,17 @@ export async function tokenState(
   return r.rows[0] ?? null;
 }
 /**
- * Invalidates a user's issued-but-unused SSO tokens (all of them, or only those for
- * `clientId`), in one statement; returns how many. A logout makes them worthless before
- * they expire.
+ * Invalidates a user's issued-but-unused SSO tokens (all of them, only those for
+ * `scope.clientId`, or only those issued in the browser session `scope.sessionId`), in one
+ * statement; returns how many. A logout makes them worthless before they expire.
  */
-export async function invalidateUnusedTokens(q: Queryable, userId: number, clientId?: string): Promise<number> {
+export async function invalidateUnusedTokens(q: Queryable, userId: number, scope: { clientId?: string; sessionId?: string } = {}): Promise<number> {
   const r = await q.query(
     `UPDATE sso_tokens SET invalidated_at = now()
-     WHERE user_id = $1 AND ($2::text IS NULL OR client_id = $2)
+     WHERE user_id = $1 AND ($2::text IS NULL OR client_id = $2) AND ($3::text IS NULL OR session_id = $3)
        AND used_at IS NULL AND invalidated_at IS NULL AND expires_at > now()
      RETURNING jti`,
-    [userId, clientId ?? null],
+    [userId, scope.clientId ?? null, scope.sessionId ?? null],
   );
   return r.rowCount;
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { makeUser } from '../helpers/factories.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
 import { auditRows, signIn } from '../auth/support.ts';
 import { eventually } from './smtp.ts';
@@ -92,6 +92,35 @@ describe("a user's sessions", () => {
       await new Promise((r) => setTimeout(r, 25));
     }
     throw new Error('last_seen_at was not moved');
+  });
+
+  it('ending one session invalidates the SSO tokens it was given that no client has used, and no others', async () => {
+    const user = await makeUser(app);
+    const client = await makeClient(app);
+    const ssoSignIn = async () => {
+      const browser = formSession(app.app);
+      const page = await browser.get(`/sso/login?client_id=${client.client_id}`);
+      const answer = await browser.post('/sso/login', {
+        _csrf: hiddenField(page.text, '_csrf'), step: 'password', client_id: client.client_id, login: user.username, password: user.password,
+      }, { 'user-agent': FIREFOX });
+      expect(answer.status, answer.text).toBe(303);
+      return { browser, token: new URL(answer.headers.location!).searchParams.get('token')! };
+    };
+    const validate = (token: string) => app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+    const lost = await ssoSignIn();
+    const kept = await ssoSignIn();
+    const serverToServer = (await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username })).body.token;
+
+    const page = await kept.browser.get('/account/sessions');
+    const lostRow = page.text.split('<tr data-session="').slice(1).find((chunk) => !chunk.startsWith(page.text.match(/<tr data-session="([^"]+)" data-current="true">/)![1]))!;
+    const ended = await kept.browser.post('/account/sessions/end', { _csrf: hiddenField(page.text, '_csrf'), session: lostRow.slice(0, lostRow.indexOf('"')) });
+    expect(ended.status).toBe(303);
+    expect((await lost.browser.get('/account/sessions')).status, 'the ended session no longer signs in').toBe(303);
+
+    expect((await validate(lost.token)).body, 'the ended session\'s token').toMatchObject({ valid: false, error: 'token_revoked' });
+    expect((await validate(kept.token)).body, 'the token of the session that stays').toMatchObject({ valid: true });
+    expect((await validate(serverToServer)).body, 'a token issued server to server').toMatchObject({ valid: true });
+    expect((await auditRows(app, user.username)).find((r) => r.action === 'user.session_end')?.details).toMatchObject({ current: false, invalidated_tokens: 1 });
   });
 
   it('revoke-all needs a signed-in user', async () => {
