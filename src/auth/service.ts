@@ -13,11 +13,10 @@ import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginF
 import { deleteUserSession } from './session-queries.ts';
 import { PasswordChangeRequired, refuseWhileLocked } from './login-errors.ts';
 import { type AuthChannel, createLoginFailures, type LoginInput } from './login-failures.ts';
+import { OWN_SYSTEM } from './sign-out.ts';
 import { createTwoFactor } from './two-factor.ts';
 
-/** The client_system of events caused by signing in to this service itself. */
-export const OWN_SYSTEM = 'auth-service';
-
+export { OWN_SYSTEM } from './sign-out.ts';
 export { type AuthChannel, type FailureReason, type LoginInput, metricFailureReason } from './login-failures.ts';
 
 /** User sign-in and sign-out, API access tokens, two-factor enrollment. */

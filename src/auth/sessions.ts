@@ -4,7 +4,7 @@ import type { Deps } from '../context.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { deleteUserSession, listUserSessions } from './session-queries.ts';
-import { signOutEverywhere } from './sign-out.ts';
+import { OWN_SYSTEM, signOutEverywhere } from './sign-out.ts';
 
 /** A session as its user sees it. `id` is a digest of the session id, never the id itself. */
 export interface UserSessionView {
@@ -64,22 +64,28 @@ export function createSessionService(deps: Pick<Deps, 'db' | 'events'>) {
       });
     },
 
-    /** Ends the user's session with this handle; returns whether it was the current one, or null when there is none. */
+    /**
+     * Ends the user's session with this handle, as a sign-out of that browser: its unused SSO
+     * tokens are invalidated (the current browser's: all the user's unused tokens, as
+     * /sso/logout does), the end is audited and user.logout sent. Returns whether it was the
+     * current one, or null when there is none.
+     */
     async endOne(user: UserRecord, handle: string, ctx: SessionContext, currentSid?: string): Promise<{ current: boolean } | null> {
       const row = (await listUserSessions(db, user.id)).find((r) => sessionHandle(r.sid) === handle);
       if (!row) return null;
+      const current = row.sid === currentSid;
       const ended = await db.transaction(async (tx) => {
         if (!(await deleteUserSession(tx, user.id, row.sid))) return false;
-        // the SSO tokens the session was given and no client has used yet go with it; a token
-        // being issued in it holds its row (lockLiveSession), so is committed first and seen here
-        const invalidatedTokens = await invalidateUnusedTokens(tx, user.id, { sessionId: row.sid });
+        // a token being issued in the session holds its row (lockLiveSession), so has committed by now and is seen here
+        const invalidatedTokens = await invalidateUnusedTokens(tx, user.id, current ? {} : { sessionId: row.sid });
         await writeAudit(tx, {
           action: 'user.session_end', outcome: 'success', userId: user.id, username: user.username,
-          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, current: row.sid === currentSid, invalidated_tokens: invalidatedTokens },
+          ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, current, invalidated_tokens: invalidatedTokens },
         });
+        await events.record(tx, 'user.logout', { user_id: user.id, email: user.email, ip_address: ctx.ipAddress, client_system: OWN_SYSTEM });
         return true;
       });
-      return ended ? { current: row.sid === currentSid } : null;
+      return ended ? { current } : null;
     },
 
     /**

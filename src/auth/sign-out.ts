@@ -5,8 +5,8 @@ import type { EventRecorder } from '../webhooks/events.ts';
 import { touchCredentials } from './password-queries.ts';
 import { deleteUserSessions } from './session-queries.ts';
 
-/** The client_system of events this service causes itself (as OWN_SYSTEM in service.ts). */
-const OWN_SYSTEM = 'auth-service';
+/** The client_system of events this service causes itself (sign-ins and sign-outs at this service). */
+export const OWN_SYSTEM = 'auth-service';
 
 /** Who asked for a sign-out everywhere, for the audit log. */
 export interface SignOutContext {

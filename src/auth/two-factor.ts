@@ -4,10 +4,10 @@ import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { accountLocked, refuseWhileLocked } from './login-errors.ts';
+import { accountLocked } from './login-errors.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
-  claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
+  activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
 } from './queries.ts';
 import { enrollmentMaterial, hashRecoveryCode, looksLikeTotp, matchTotpStep, newRecoveryCodes, newTotpSecret } from './totp.ts';
 
@@ -76,26 +76,37 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
   }
 
   /**
-   * Runs a change that a code must prove, refused at once (423) while the user's name is
-   * locked. A refused code is thrown inside the transaction, which rolls back with anything
-   * written in it, so its failure is audited (as `action`, outcome failure) after it, as
-   * src/links/service.ts request() does, and counted toward the sign-in lock as a wrong code
-   * at sign-in is: a stolen session cannot guess codes to turn two-factor off or to make
-   * recovery codes of its own any faster than a sign-in could. The refusal that locks is 423.
+   * Runs a change that a code must prove, in one transaction that first takes the user's row
+   * (as a sign-in's success and a password change do, before the sign-in counter): the changes
+   * a code proves for one user run one at a time, each reads the lock of the user's name (423
+   * while it is locked: no code is checked, the refusal audited) and checks its code under it,
+   * and a refused code is audited (as `action`, outcome failure) and counted toward that lock
+   * before the next change can read it. So a stolen session cannot guess codes to turn
+   * two-factor off or to make recovery codes of its own any faster than a sign-in could, not
+   * even with requests sent at once. The refusal that locks is 423. `change` throws its
+   * refusals before it writes anything: the transaction commits the audit and the count.
    */
-  async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: () => Promise<T>): Promise<T> {
-    await refuseWhileLocked(db, normalizeUsername(user.username));
-    const refused = await change().catch((err: unknown) => {
-      if (err instanceof AppError && CODE_REFUSALS.has(err.code)) return err;
-      throw err;
+  async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: (tx: Queryable) => Promise<T>): Promise<T> {
+    const login = normalizeUsername(user.username);
+    const failure = (tx: Queryable, reason: string) => writeAudit(tx, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason } });
+    const outcome = await db.transaction(async (tx): Promise<{ done: T } | { refused: AppError; locked: boolean }> => {
+      await findTotpState(tx, user.id, { lock: true });
+      const lock = await activeLock(tx, login);
+      if (lock) {
+        await failure(tx, 'account_locked');
+        return { refused: accountLocked(lock.remaining_minutes), locked: false };
+      }
+      try {
+        return { done: await change(tx) };
+      } catch (err) {
+        if (!(err instanceof AppError && CODE_REFUSALS.has(err.code))) throw err;
+        await failure(tx, err.code);
+        return { refused: err, locked: await guard.countRefusal(tx, user, ctx) };
+      }
     });
-    if (!(refused instanceof AppError)) return refused;
-    const locked = await db.transaction(async (tx) => {
-      await writeAudit(tx, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason: refused.code } });
-      return guard.countRefusal(tx, user, ctx);
-    });
-    if (locked) throw accountLocked(config.LOCKOUT_MINUTES, true);
-    throw refused;
+    if ('done' in outcome) return outcome.done;
+    if (outcome.locked) throw accountLocked(config.LOCKOUT_MINUTES, true);
+    throw outcome.refused;
   }
 
   return {
@@ -123,7 +134,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
      */
     async enable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
-      await auditRefusedCode('user.2fa_enable', user, ctx, () => db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_enable', user, ctx, async (tx) => {
         // locked: a setup at the same moment (a new secret) waits, so the secret turned on is
         // the one the code was checked against, the one the user's app holds
         const state = await findTotpState(tx, user.id, { lock: true });
@@ -137,7 +148,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
         await events.record(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
-      }));
+      });
       return { recovery_codes: codes };
     },
 
@@ -158,11 +169,11 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
 
     /** Turns two-factor off given a current code or a recovery code; forgets the secret and the codes. */
     async disable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<void> {
-      await auditRefusedCode('user.2fa_disable', user, ctx, () => db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_disable', user, ctx, async (tx) => {
         const factor = await proveEnabledFactor(tx, user, code);
         await setTotpEnabled(tx, user.id, false);
         await writeAudit(tx, { action: 'user.2fa_disable', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
-      }));
+      });
     },
 
     /**
@@ -171,11 +182,11 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
      */
     async regenerateRecoveryCodes(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
       const codes = newRecoveryCodes();
-      await auditRefusedCode('user.2fa_recovery_codes', user, ctx, () => db.transaction(async (tx) => {
+      await auditRefusedCode('user.2fa_recovery_codes', user, ctx, async (tx) => {
         const factor = await proveEnabledFactor(tx, user, code);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_recovery_codes', outcome: 'success', userId: user.id, username: user.username, ...ctx, details: { with: factor } });
-      }));
+      });
       return { recovery_codes: codes };
     },
 

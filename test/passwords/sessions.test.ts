@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { auditRows, signIn } from '../auth/support.ts';
+import { auditRows, deliveries, signIn, subscribe } from '../auth/support.ts';
 import { eventually } from './smtp.ts';
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
@@ -11,9 +11,12 @@ const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/537
 
 describe("a user's sessions", () => {
   let app: TestApp;
+  let webhookId: number;
   beforeAll(async () => {
     app = await startTestApp();
+    webhookId = await subscribe(app, ['user.logout']);
   });
+  const logouts = async (userId: number) => (await deliveries(app, webhookId, 'user.logout')).filter((d) => d.user_id === userId);
   afterAll(() => app?.close());
 
   it('lists the sessions with device, IP and last seen; revoke-all ends every other one and older access tokens', async () => {
@@ -121,6 +124,32 @@ describe("a user's sessions", () => {
     expect((await validate(kept.token)).body, 'the token of the session that stays').toMatchObject({ valid: true });
     expect((await validate(serverToServer)).body, 'a token issued server to server').toMatchObject({ valid: true });
     expect((await auditRows(app, user.username)).find((r) => r.action === 'user.session_end')?.details).toMatchObject({ current: false, invalidated_tokens: 1 });
+    expect(await logouts(user.id), 'user.logout is sent, as for every end of a session').toMatchObject([{ user_id: user.id, email: user.email, client_system: 'auth-service' }]);
+  });
+
+  it('the "Sign out" of this browser on /account/sessions is a sign-out as /sso/logout is: every unused token invalidated, user.logout sent', async () => {
+    const user = await makeUser(app);
+    const client = await makeClient(app);
+    const tokenOf = async (browser: ReturnType<typeof formSession>) => {
+      const page = await browser.get(`/sso/login?client_id=${client.client_id}`);
+      const answer = page.status === 303 ? page : await browser.post('/sso/login', {
+        _csrf: hiddenField(page.text, '_csrf'), step: 'password', client_id: client.client_id, login: user.username, password: user.password,
+      });
+      expect(answer.status, answer.text).toBe(303);
+      return new URL(answer.headers.location!).searchParams.get('token')!;
+    };
+    const elsewhere = await tokenOf(formSession(app.app));
+    const browser = formSession(app.app);
+    const here = await tokenOf(browser);
+    const page = await browser.get('/account/sessions');
+    const own = page.text.match(/<tr data-session="([^"]+)" data-current="true">/)![1];
+    const out = await browser.post('/account/sessions/end', { _csrf: hiddenField(page.text, '_csrf'), session: own });
+    expect(out.headers.location).toBe('/login');
+    for (const token of [here, elsewhere]) {
+      const validated = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+      expect(validated.body).toMatchObject({ valid: false, error: 'token_revoked' });
+    }
+    expect(await logouts(user.id)).toHaveLength(1);
   });
 
   it('revoke-all needs a signed-in user', async () => {
