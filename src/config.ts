@@ -202,12 +202,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
     // a reset link must never be built from a request's Host header (reset poisoning)
     if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
-    for (const key of ['JWT_SECRET', 'SESSION_SECRET'] as const) {
-      const reason = weakSecretReason(config[key]!);
-      if (reason) throw new ConfigError(`Invalid configuration: ${key}: too weak for production (${reason}); generate one with: openssl rand -base64 48`);
+    // a previous key verifies as the current one does (and a rotation's first step lists the new key there)
+    const keys = {
+      JWT_SECRET: [config.JWT_SECRET], SESSION_SECRET: [config.SESSION_SECRET],
+      JWT_PREVIOUS_SECRETS: config.JWT_PREVIOUS_SECRETS ?? [], SESSION_PREVIOUS_SECRETS: config.SESSION_PREVIOUS_SECRETS ?? [],
+    };
+    for (const [key, secrets] of Object.entries(keys)) {
+      for (const [i, secret] of secrets.entries()) {
+        const reason = weakSecretReason(secret);
+        const which = secrets.length > 1 ? ` (secret ${i + 1} of ${secrets.length})` : '';
+        if (reason) throw new ConfigError(`Invalid configuration: ${key}${which}: too weak for production (${reason}); generate one with: openssl rand -base64 48`);
+      }
     }
     // one leaked key must not give away both tokens and sessions
+    const sessionKeys = new Set([...keys.SESSION_SECRET, ...keys.SESSION_PREVIOUS_SECRETS]);
     if (config.JWT_SECRET === config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: must differ from JWT_SECRET in production');
+    if (sessionKeys.has(config.JWT_SECRET)) throw new ConfigError('Invalid configuration: SESSION_PREVIOUS_SECRETS: must not hold JWT_SECRET in production');
+    if (keys.JWT_PREVIOUS_SECRETS.some((k) => sessionKeys.has(k))) {
+      throw new ConfigError('Invalid configuration: JWT_PREVIOUS_SECRETS: must not hold a session key (SESSION_SECRET, SESSION_PREVIOUS_SECRETS) in production');
+    }
     if (config.BCRYPT_COST < 10) throw new ConfigError(`Invalid configuration: BCRYPT_COST: must be at least 10 in production (is ${config.BCRYPT_COST})`);
   }
   return config;

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RequestHandler } from 'express';
 import session, { Store, type SessionData } from 'express-session';
 import type { Config } from '../config.ts';
+import { developmentKey } from '../config/key-file.ts';
 import { deleteSession, readSession, saveSession, saveSignedInSession, touchSessionLastSeen, updateSession } from '../auth/session-queries.ts';
 import type { Db } from '../db/db.ts';
 import { AppError } from './errors.ts';
@@ -112,25 +111,7 @@ export class DbSessionStore extends Store {
  * development instance. Synchronous: it runs once while the app is built.
  */
 export function loadSessionSecret(config: Pick<Config, 'SESSION_SECRET' | 'DATA_DIR'>): string {
-  if (config.SESSION_SECRET) return config.SESSION_SECRET;
-  const file = path.resolve(config.DATA_DIR, 'session.key');
-  const read = () => {
-    try {
-      return readFileSync(file, 'utf8').trim();
-    } catch {
-      return '';
-    }
-  };
-  const existing = read();
-  if (existing.length >= 43) return existing;
-  mkdirSync(path.dirname(file), { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
-  try {
-    writeFileSync(file, secret, { flag: 'wx', mode: 0o600 });
-    return secret;
-  } catch {
-    return read(); // another instance wrote it first: use theirs
-  }
+  return config.SESSION_SECRET || developmentKey(path.resolve(config.DATA_DIR, 'session.key'));
 }
 
 /**

@@ -1,7 +1,7 @@
-import { createHash, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../config.ts';
+import { developmentKey } from '../config/key-file.ts';
 
 /** One HMAC key and the `kid` that names it in token headers. */
 export interface NamedKey {
@@ -56,16 +56,5 @@ export async function loadSigningKeys(
 
 async function currentSecret(config: Pick<Config, 'JWT_SECRET' | 'DATA_DIR'>): Promise<Buffer> {
   if (config.JWT_SECRET) return Buffer.from(config.JWT_SECRET, 'utf8');
-  const file = path.resolve(config.DATA_DIR, 'jwt.key');
-  const existing = await readFile(file, 'utf8').catch(() => null);
-  if (existing && existing.trim().length >= 43) return Buffer.from(existing.trim(), 'base64url');
-  const key = randomBytes(32);
-  await mkdir(path.dirname(file), { recursive: true });
-  try {
-    await writeFile(file, key.toString('base64url'), { flag: 'wx', mode: 0o600 });
-    return key;
-  } catch {
-    // another instance wrote it first: use theirs
-    return Buffer.from((await readFile(file, 'utf8')).trim(), 'base64url');
-  }
+  return Buffer.from(developmentKey(path.resolve(config.DATA_DIR, 'jwt.key')), 'base64url');
 }

@@ -33,6 +33,19 @@ describe('production settings', () => {
     expect(refusal({ ...PRODUCTION, JWT_SECRET: 'short-secret' })).toMatch(/^Invalid configuration: JWT_SECRET: /);
   });
 
+  it('refuses a weak previous key: it verifies as the current one does (a rotation lists the new key there first)', () => {
+    const other = 'Mn7Op2Kl9Ij4Gh0Ef5Cd8Ab3Wz6Tv1Rs7Nq2Lm9Kp4Xy';
+    expect(loadConfig({ ...PRODUCTION, JWT_PREVIOUS_SECRETS: other, SESSION_PREVIOUS_SECRETS: `${other}x` }).JWT_PREVIOUS_SECRETS).toEqual([other]);
+    expect(refusal({ ...PRODUCTION, JWT_PREVIOUS_SECRETS: `${other},${'a'.repeat(32)}` }))
+      .toMatch(/^Invalid configuration: JWT_PREVIOUS_SECRETS \(secret 2 of 2\): too weak for production \(is one character repeated\)/);
+    expect(refusal({ ...PRODUCTION, SESSION_PREVIOUS_SECRETS: 'abcd'.repeat(10) })).toMatch(/^Invalid configuration: SESSION_PREVIOUS_SECRETS: too weak/);
+  });
+
+  it('refuses a token key that is also a session key, current or previous', () => {
+    expect(refusal({ ...PRODUCTION, JWT_PREVIOUS_SECRETS: STRONG_SESSION })).toMatch(/^Invalid configuration: JWT_PREVIOUS_SECRETS: must not hold a session key/);
+    expect(refusal({ ...PRODUCTION, SESSION_PREVIOUS_SECRETS: STRONG_JWT })).toMatch(/^Invalid configuration: SESSION_PREVIOUS_SECRETS: must not hold JWT_SECRET/);
+  });
+
   it('counts bytes, not characters, and lets random hex and base64 secrets through', () => {
     expect(weakSecretReason('é'.repeat(20))).toBe('is one character repeated');
     expect(weakSecretReason('0123456789abcdef0123456789abcdef')).toBe('is a 16-character pattern repeated');

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** 32 random bytes in base64url (43 characters), as this module writes them; anything else is no key. */
+const KEY_TEXT = /^[A-Za-z0-9_-]{43,}$/;
+
+/**
+ * The key kept in `file` for an instance configured without a secret (development): made
+ * once, then read by every later start and every instance sharing the directory. The key is
+ * written whole under a temporary name and linked into place (a link fails when the name
+ * exists: the first instance wins and the others read its key), so the name never holds an
+ * empty or partial key that another instance could read. A file that holds no key (emptied,
+ * or cut short by a crash of a version that wrote it in place) is replaced, never used: an
+ * HMAC key of zero bytes would let anyone sign tokens.
+ */
+export function developmentKey(file: string): string {
+  const read = (): string | null => {
+    try {
+      const text = readFileSync(file, 'utf8').trim();
+      return KEY_TEXT.test(text) ? text : null;
+    } catch {
+      return null;
+    }
+  };
+  const existing = read();
+  if (existing) return existing;
+  mkdirSync(path.dirname(file), { recursive: true });
+  const key = randomBytes(32).toString('base64url');
+  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(temp, key, { mode: 0o600 });
+  try {
+    try {
+      linkSync(temp, file);
+      return key;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // a file system without hard links: create the name as before (flag wx), then read what it holds
+      if (code !== 'EEXIST') writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
+    }
+    const theirs = read();
+    if (theirs) return theirs;
+    renameSync(temp, file);
+    return read() ?? key;
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
