@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import type { Queryable } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import { auditBatchAfter, type AuditRow } from './queries.ts';
 import type { AuditFilter } from './filter.ts';
 
@@ -25,16 +25,18 @@ export function toPublicAudit(row: AuditRow): PublicAuditEntry {
 export const CSV_COLUMNS = ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details'] as const;
 
 /**
- * One CSV cell (RFC 4180). A cell a spreadsheet would read as a formula (starting with
- * = + - @, or a tab or carriage return that some programs skip before one) is prefixed with
- * a single quote, so an attacker-chosen username or user agent cannot run as a formula
- * when an administrator opens the export (OWASP "CSV injection").
+ * One CSV cell (RFC 4180), always quoted: a spreadsheet whose list separator is another
+ * character (`;` in many locales) splits an unquoted cell there, and the part after it could
+ * start a formula. A cell a spreadsheet would read as a formula (starting with = + - @, or a
+ * tab or carriage return that some programs skip before one) is prefixed with a single quote,
+ * so an attacker-chosen username or user agent cannot run as a formula when an administrator
+ * opens the export (OWASP "CSV injection"). An empty value is an empty, unquoted cell.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return `"${text.replace(/"/g, '""')}"`;
 }
 
 /** One CSV line (CRLF-terminated) of an entry. */
@@ -46,19 +48,37 @@ export type ExportFormat = 'csv' | 'ndjson';
 
 /**
  * Streams every entry matching `filter` to `out`, oldest first, as CSV (with a header line)
- * or NDJSON. The log is read in batches by keyset on id; each batch is written and, when the
- * socket's buffer is full, the next query waits for 'drain'. So memory holds one batch,
- * whatever the size of the log. Stops early when the receiver goes away. Returns the number
- * of entries written.
+ * or NDJSON: the log as it was when the export began. The log is read in batches by keyset
+ * on id; each batch is written and, when the socket's buffer is full, the next query waits
+ * for 'drain'. So memory holds one batch, whatever the size of the log. Stops early when the
+ * receiver goes away. Returns the number of entries written.
+ *
+ * On PostgreSQL the batches share one snapshot (a read-only REPEATABLE READ transaction): an
+ * audit row is written in the transaction of the change it records, so rows commit out of id
+ * order, and batches read at different moments would skip a row that committed between them
+ * below an id already written. The embedded database runs one transaction at a time, so its
+ * rows commit in id order; there a transaction held for the export would hold every request.
  */
 export async function streamAudit(
-  q: Queryable,
+  db: Db,
   filter: AuditFilter,
   format: ExportFormat,
   out: Writable,
   options: { batchSize?: number } = {},
 ): Promise<number> {
-  const batchSize = options.batchSize ?? 1000;
+  if (db.kind === 'embedded') return streamBatches(db, filter, format, out, options.batchSize ?? 1000);
+  return db.transaction(async (tx) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    // waiting for a slow receiver's 'drain' is idle time in the transaction: allowed for longer than a request's
+    await tx.query(`SET LOCAL idle_in_transaction_session_timeout = '${EXPORT_IDLE_MINUTES}min'`);
+    return streamBatches(tx, filter, format, out, options.batchSize ?? 1000);
+  });
+}
+
+/** How long an export may wait for its receiver to take the next batch. */
+const EXPORT_IDLE_MINUTES = 10;
+
+async function streamBatches(q: Queryable, filter: AuditFilter, format: ExportFormat, out: Writable, batchSize: number): Promise<number> {
   let gone = false;
   const onClose = () => { gone = true; };
   out.once('close', onClose);

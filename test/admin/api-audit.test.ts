@@ -4,7 +4,8 @@ import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { type SignedIn, signedIn } from './support.ts';
 
 /** A tiny RFC 4180 parser: enough to read the export back. */
-function parseCsv(text: string): string[][] {
+/** CSV as a spreadsheet reads it: `sep` is the list separator of its locale (`,` or `;`), double quotes honoured. */
+function parseCsv(text: string, sep = ','): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
   let cell = '';
@@ -14,7 +15,7 @@ function parseCsv(text: string): string[][] {
     if (quoted) {
       if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; i++; } else cell += c;
+    else if (c === sep) { row.push(cell); cell = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; i++; } else cell += c;
   }
   return rows;
 }
@@ -125,8 +126,16 @@ describe('admin API: the audit log', () => {
     expect(rows[3][5]).toBe("'-2+3");
     expect(rows[1][9]).toBe('{"k":"v"}');
     for (const row of rows.slice(1)) for (const cell of row) expect(cell).not.toMatch(/^[=+\-@]/);
-    expect(csvCell('\tx')).toBe("'\tx");
+    expect(csvCell('\tx')).toBe(`"'\tx"`);
     expect(csvCell(null)).toBe('');
+
+    // a spreadsheet whose list separator is ";" (many locales) splits unquoted cells there
+    const attack = await app.http.post('/api/auth/login', { login: 'nobody;=1+1', password: 'wrong password' }, { headers: { 'user-agent': "Mozilla/5.0;=cmd|' /C calc'!A0" } });
+    expect(attack.status).toBe(401);
+    const failures = await app.http.get('/api/admin/audit?action=user.login&outcome=failure&format=csv', admin.as);
+    const line = failures.text.split('\r\n').find((l) => l.includes('calc'));
+    expect(line, 'the failed sign-in is exported').toBeTruthy();
+    expect(parseCsv(`${line}\r\n`, ';')[0].filter((cell) => /^[=+\-@]/.test(cell)), line).toStrictEqual([]);
 
     const nd = await app.http.get(`/api/admin/audit?action=${action}&format=ndjson`, admin.as);
     expect(nd.status).toBe(200);
