@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Db, Queryable } from '../db/db.ts';
-import { auditBatchAfter, type AuditRow } from './queries.ts';
+import { auditBatchAfter, type AuditRow, useExportSnapshot } from './queries.ts';
 import type { AuditFilter } from './filter.ts';
 
 /** An audit row as the API and the exports show it: the row with a numeric id and an ISO time. */
@@ -68,9 +68,7 @@ export async function streamAudit(
 ): Promise<number> {
   if (db.kind === 'embedded') return streamBatches(db, filter, format, out, options.batchSize ?? 1000);
   return db.transaction(async (tx) => {
-    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-    // waiting for a slow receiver's 'drain' is idle time in the transaction: allowed for longer than a request's
-    await tx.query(`SET LOCAL idle_in_transaction_session_timeout = '${EXPORT_IDLE_MINUTES}min'`);
+    await useExportSnapshot(tx, EXPORT_IDLE_MINUTES);
     return streamBatches(tx, filter, format, out, options.batchSize ?? 1000);
   });
 }

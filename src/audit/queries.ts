@@ -127,3 +127,13 @@ function parseDetails(row: AuditRow): AuditRow {
   // PGlite and pg both parse jsonb, but be safe with a driver that hands back text
   return typeof row.details === 'string' ? { ...row, details: JSON.parse(row.details) } : row;
 }
+
+/**
+ * Makes the transaction `tx` (before its first query) read one snapshot, read-only, and
+ * wait up to `idleMinutes` between its statements: an export's batches, written to a
+ * receiver that may read slowly (PostgreSQL only).
+ */
+export async function useExportSnapshot(tx: Queryable, idleMinutes: number): Promise<void> {
+  await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+  await tx.query(`SET LOCAL idle_in_transaction_session_timeout = '${Math.trunc(idleMinutes)}min'`);
+}
