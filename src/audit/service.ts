@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { Db } from '../db/db.ts';
-import type { Actor } from './actor.ts';
+import { actorDetails, type Actor } from './actor.ts';
 import { type ExportFormat, streamAudit, toPublicAudit, type PublicAuditEntry } from './export.ts';
 import { auditActions, auditPage } from './queries.ts';
 import type { AuditFilter } from './filter.ts';
@@ -24,7 +24,7 @@ export function createAuditLog(deps: { db: Db }) {
       await writeAudit(db, {
         action: 'audit.export', outcome: 'success', userId: actor.userId ?? null, username: actor.username ?? null,
         ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-        details: { via: actor.via, actor: actor.username, format, filter: { ...filter } },
+        details: { ...actorDetails(actor), format, filter: { ...filter } },
       });
       await streamAudit(db, filter, format, out);
     },

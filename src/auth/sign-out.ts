@@ -16,8 +16,9 @@ export interface SignOutContext {
   via: string;
   /** Why: password_change, password_reset, password_set, revoke_all, deactivated. */
   reason: string;
-  /** An administrator doing it for the user. */
+  /** An administrator doing it for the user: their name and id. */
   actor?: string | null;
+  actorUserId?: number | null;
 }
 
 /**
@@ -45,7 +46,7 @@ export async function signOutEverywhere(
     ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
     details: {
       via: ctx.via, reason: ctx.reason, ended_sessions: endedSessions, invalidated_tokens: invalidatedTokens,
-      ...(ctx.actor ? { actor: ctx.actor } : {}),
+      ...(ctx.actor ? { actor: ctx.actor, actor_user_id: ctx.actorUserId ?? null } : {}),
     },
   });
   await events.record(tx, 'user.logout', {

@@ -1,6 +1,6 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Queryable } from '../db/db.ts';
-import type { Actor } from '../audit/actor.ts';
+import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { normalizeUsername } from '../users/username.ts';
@@ -162,7 +162,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
         await writeAudit(tx, {
           action: 'user.2fa_reset', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-          details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null, was_enabled: user.totp_enabled },
+          details: { ...actorDetails(actor), was_enabled: user.totp_enabled },
         });
       });
     },

@@ -1,5 +1,5 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Actor } from '../audit/actor.ts';
+import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
@@ -58,10 +58,6 @@ export function toPublicLink(l: LinkRow): PublicLink {
 
 function toListedLink(l: LinkListRow): ListedLink {
   return { ...toPublicLink(l), username: l.username, client_name: l.client_name };
-}
-
-function actorDetails(actor: Actor): Record<string, unknown> {
-  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
 }
 
 /**

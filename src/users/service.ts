@@ -4,7 +4,7 @@ import { assertPasswordAllowed } from '../auth/password-policy.ts';
 import { deletePasswordResets, setMustChangePassword, storePassword } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { signOutEverywhere } from '../auth/sign-out.ts';
-import type { Actor } from '../audit/actor.ts';
+import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { isUniqueViolation, type Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
@@ -48,10 +48,6 @@ function byAdministrator(actor: Actor, user: { id: number; username: string }) {
   };
 }
 
-function actorDetails(actor: Actor): Record<string, unknown> {
-  return { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null };
-}
-
 /** User administration shared by the command line and the admin API. */
 export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   const { db, config, events } = deps;
@@ -64,7 +60,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
    */
   const signOutDeactivated = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) =>
     signOutEverywhere(tx, events, user, {
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null,
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null, actorUserId: actor.userId ?? null,
     });
 
   /**
@@ -139,11 +135,11 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     await writeAudit(tx, {
       action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,
       ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-      details: { via: actor.via, actor: actor.username ?? null, password_changed: hash !== undefined, must_change: mustChange },
+      details: { ...actorDetails(actor), password_changed: hash !== undefined, must_change: mustChange },
     });
     if (hash === undefined && !mustChange) return undefined;
     const signedOut = await signOutEverywhere(tx, events, found, {
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null,
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null, actorUserId: actor.userId ?? null,
     }, keepSid);
     return signedOut.credentialsVersion;
   }
@@ -177,7 +173,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         });
         await writeAudit(tx, {
           action: 'user.create', outcome: 'success', userId: user.id, username,
-          ipAddress: actor.ipAddress ?? null, details: { via: actor.via, actor: actor.username ?? null },
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+          details: { ...actorDetails(actor), role: user.role, active: user.active },
         });
         return user;
       }).catch((err: unknown) => {
@@ -204,7 +201,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         if (user.was_active === active) return record;
         await writeAudit(tx, {
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
-          details: { via: actor.via, actor: actor.username ?? null },
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, details: actorDetails(actor),
         });
         if (!active) await signOutDeactivated(tx, user, actor);
         return record;
@@ -283,7 +280,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
         await clearLoginAttempts(tx, username);
         await writeAudit(tx, {
           action: 'user.unlock', outcome: 'success', userId: user?.id ?? null, username,
-          details: { via: actor.via, actor: actor.username ?? null, ...(user ? {} : { no_such_user: true }) },
+          ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
+          details: { ...actorDetails(actor), ...(user ? {} : { no_such_user: true }) },
         });
         return { username, exists: user !== null };
       });

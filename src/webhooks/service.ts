@@ -1,5 +1,5 @@
 import { writeAudit } from '../audit/writer.ts';
-import type { Actor } from '../audit/actor.ts';
+import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
@@ -66,7 +66,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         const created = await insertWebhook(tx, { url: url.toString(), events, secret: input.secret, createdBy: actor.userId ?? null });
         await writeAudit(tx, {
           action: 'webhook.create', outcome: 'success', ...audit(actor),
-          details: { via: actor.via, webhook_id: created.id, url: created.url, events },
+          details: { ...actorDetails(actor), webhook_id: created.id, url: created.url, events },
         });
         return created;
       });
@@ -106,7 +106,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         await writeAudit(tx, {
           action: 'webhook.update', outcome: 'success', ...audit(actor),
           details: {
-            via: actor.via, webhook_id: id, changed,
+            ...actorDetails(actor), webhook_id: id, changed,
             url: after.url, ...(after.url !== before.url ? { previous_url: before.url } : {}), events: after.events, active: after.active,
           },
         });
@@ -127,7 +127,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         else await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
         await writeAudit(tx, {
           action: active ? 'webhook.enable' : 'webhook.disable', outcome: 'success', ...audit(actor),
-          details: { via: actor.via, actor_user_id: actor.userId ?? null, actor: actor.username ?? null, webhook_id: id, url: found.url },
+          details: { ...actorDetails(actor), webhook_id: id, url: found.url },
         });
       });
     },
@@ -143,7 +143,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         if (!deleted) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
         await writeAudit(tx, {
           action: 'webhook.delete', outcome: 'success', ...audit(actor),
-          details: { via: actor.via, webhook_id: id, url: deleted.url },
+          details: { ...actorDetails(actor), webhook_id: id, url: deleted.url },
         });
       });
     },
@@ -176,7 +176,7 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
             events.written(tx);
             await writeAudit(tx, {
               action: 'webhook.redeliver', outcome: 'success', ...audit(actor),
-              details: { via: actor.via, webhook_id: id, delivery_id: deliveryId },
+              details: { ...actorDetails(actor), webhook_id: id, delivery_id: deliveryId },
             });
           }
           return result;
