@@ -1,7 +1,7 @@
 /**
  * The security headers of every answer, in one place: the short fixed set of the API and
- * helmet's set for pages (a page that posts to a client system widens its CSP with
- * allowFormTargets, src/pages/security.ts).
+ * helmet's set for pages (a page whose form ends at a client system lifts its CSP's
+ * form-action with allowFormTargets, src/pages/security.ts).
  */
 import type { RequestHandler } from 'express';
 import helmet from 'helmet';
@@ -30,9 +30,10 @@ export function apiHeaders(options: { production: boolean }): RequestHandler {
  * The directives of every page's Content-Security-Policy. Everything the pages load comes
  * from this service (no CDN), no script runs inline, and no page may be framed
  * (clickjacking of the login form). No upgrade-insecure-requests: a development instance and
- * its client systems may well be plain http on localhost. `form-action` starts at 'self'; a page whose form ends in
- * a redirect to a client system widens it with `allowFormTargets`, because browsers apply
- * form-action to the redirects that follow a form submission too.
+ * its client systems may well be plain http on localhost. `form-action` is 'self'; a page whose form ends in
+ * a redirect to a client system has none (`allowFormTargets`): browsers apply form-action to
+ * the redirects that follow a form submission too, and a client's callback may send the
+ * browser on to any origin.
  */
 const DIRECTIVES = {
   defaultSrc: ["'self'"],

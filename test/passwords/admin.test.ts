@@ -105,11 +105,12 @@ describe('administrators set passwords; must-change forces a change at the next 
     const { browser, res } = await pageSignIn(await app.listen(), user.username, TEMPORARY, `/sso/login?client_id=${client.client_id}&state=s1`, { client_id: client.client_id, state: 's1' });
     expect(res.headers.location).toBe('/account/password');
     const form = await browser.get('/account/password');
-    // a browser applies form-action to the redirects after the post too, on to the callback
-    expect(String(form.headers['content-security-policy'])).toMatch(/form-action 'self' https:\/\/client\.example(;|$)/);
+    // a browser applies form-action to the redirects after the post too, on to the callback and wherever it sends the browser
+    expect(String(form.headers['content-security-policy'])).not.toMatch(/form-action/);
+    expect(String(form.headers['content-security-policy'])).toMatch(/script-src 'self'/);
     const mismatch = await browser.post('/account/password', { _csrf: hiddenField(form.text, '_csrf'), current_password: TEMPORARY, new_password: CHOSEN, confirm_password: 'something else' });
     expect(mismatch.status).toBe(400);
-    expect(String(mismatch.headers['content-security-policy']), 'the form shown again too').toMatch(/form-action 'self' https:\/\/client\.example(;|$)/);
+    expect(String(mismatch.headers['content-security-policy']), 'the form shown again too').not.toMatch(/form-action/);
     const done = await browser.post('/account/password', { _csrf: hiddenField(form.text, '_csrf'), current_password: TEMPORARY, new_password: CHOSEN, confirm_password: CHOSEN });
     expect(done.headers.location).toBe(`/sso/login?client_id=${client.client_id}&state=s1`);
     const onward = await browser.get(done.headers.location!);
