@@ -25,6 +25,15 @@ export const regenerateForm = z.object({
 
 export const activeForm = z.object({ active: z.enum(['true', 'false']) });
 
+/**
+ * Approve a pending dashboard link: the name the administrator was shown, which is the one
+ * approved (a name the user put in its place since is not); the page to return to.
+ */
+export const linkApproveForm = z.object({
+  external_username: text(200).min(1, 'the link\'s name is missing: reload the page'),
+  return_to: text(200).optional(),
+});
+
 /** Create a user in the panel. */
 export const userCreateForm = z.object({
   username: text(64).trim().min(1, 'enter a username'),

@@ -1,7 +1,9 @@
 import type { Request, RequestHandler } from 'express';
+import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam, idParam } from './actor.ts';
+import { linkApproveForm } from './form-schemas.ts';
 
 /** Where a link form returns to: the page it was posted from, when that is a panel page. */
 function backTo(req: Request, id: number): string {
@@ -15,7 +17,7 @@ export function linkPanel(deps: { links: LinkService }) {
 
   const approve: RequestHandler = async (req, res) => {
     const id = idParam(req);
-    const link = await links.approve(id, clientIdParam(req), actorOf(req, res, 'admin_panel'));
+    const link = await links.approve(id, clientIdParam(req), actorOf(req, res, 'admin_panel'), input(res, linkApproveForm).external_username);
     flashNext(req, { type: 'success', text: `Approved: tokens for ${link.client_id} now name ${link.external_username}.` });
     res.redirect(303, backTo(req, id));
   };

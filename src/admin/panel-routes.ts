@@ -1,7 +1,7 @@
 import { html, pageError, redirect } from '../openapi/operation.ts';
 import { handlersFrom, route, type Route } from '../routes/declare.ts';
 import { auditQuery } from './schemas.ts';
-import { activeForm, clientForm, confirmForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
+import { activeForm, clientForm, confirmForm, linkApproveForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { backWithError } from './panel-common.ts';
 import { linkPanel } from './panel-links.ts';
@@ -119,8 +119,9 @@ export const ADMIN_PANEL_ROUTES = [
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link', responses: { ...formDone('the user'), 404: pageError('No such user') },
-    bodyType: 'form',
+    method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link (the name shown)', example: { external_username: 'alice.shop' },
+    responses: { ...formDone('the user'), 404: pageError('No such user') },
+    bodyType: 'form', body: linkApproveForm,
     handle: links.handle((h) => h.approve),
     onError: () => back(user),
   }),

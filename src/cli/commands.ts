@@ -44,7 +44,9 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   user set-active USERNAME true|false
   user unlock USERNAME
   link list [--status pending|active] [--client CLIENT_ID]
-  link approve USERNAME CLIENT_ID   prove a user's pending dashboard link: its name goes into tokens
+  link approve USERNAME CLIENT_ID [--name NAME]
+                             prove a user's pending dashboard link: its name goes into tokens
+                             (--name: only while the link names NAME, as \`link list\` showed it)
   link revoke USERNAME CLIENT_ID    remove a dashboard link; its name stops at once
   demo [--base-url URL]      create (or refresh) the demo client and user; not in production
   prune [--dry-run]          delete now what is past retention (TOKEN_RETENTION, WEBHOOK_RETENTION,
@@ -227,7 +229,9 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const user = await findUserByUsername(services.deps.db, normalizeUsername(username));
       if (!user) throw new AppError(404, 'user_not_found', `No user ${normalizeUsername(username)}`);
       if (action === 'approve') {
-        const link = await services.links.approve(user.id, clientId, ACTOR);
+        const name = args.options.name;
+        if (name !== undefined && (typeof name !== 'string' || name === '')) usage('link approve USERNAME CLIENT_ID [--name NAME]');
+        const link = await services.links.approve(user.id, clientId, ACTOR, name);
         return { json: toPublicLink(link), text: `${user.username} is ${link.external_username} at ${link.client_id} (active)` };
       }
       const { link, invalidatedTokens } = await services.links.revoke(user.id, clientId, ACTOR);

@@ -4,7 +4,7 @@ import { actorOf, clientIdParam, idParam } from '../admin/actor.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { badClient, err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import { route } from '../routes/declare.ts';
-import { adminLinksQuery, confirmLinkSchema, pendingLinksSchema } from './schemas.ts';
+import { adminLinksQuery, approveLinkSchema, confirmLinkSchema, pendingLinksSchema } from './schemas.ts';
 import { NAME_TAKEN, toPublicLink } from './service.ts';
 
 function context(req: Request) {
@@ -95,9 +95,17 @@ export const LINK_ROUTES = [
   route({
     method: 'post', path: '/api/admin/users/:id/links/:client_id/approve', tag: 'Administration', access: 'admin', limit: 'user',
     summary: 'Approve a pending dashboard link: its name goes into the user\'s tokens',
-    responses: { 200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink, 409: nameIsAccount, ...guarded },
-    handle: ({ links }) => async ({ req, res }) => {
-      res.json(toPublicLink(await links.approve(idParam(req), clientIdParam(req), actorOf(req, res, 'admin_api'))));
+    description: 'Send the name you reviewed as `external_username`: a link whose user has put another name in its place since is not approved (409 link_changed).',
+    body: approveLinkSchema, example: { external_username: 'alice.shop' },
+    responses: {
+      200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink,
+      409: err('The link now names another name than `external_username` (link_changed), or its name is now another user\'s username (link_name_taken)', {
+        error: 'link_changed', message: 'The link\'s name is now shop-admin, not alice.shop: review it again',
+      }),
+      ...guarded,
+    },
+    handle: ({ links }) => async ({ req, res, body }) => {
+      res.json(toPublicLink(await links.approve(idParam(req), clientIdParam(req), actorOf(req, res, 'admin_api'), body.external_username)));
     },
   }),
   route({

@@ -16,6 +16,15 @@ export const userIdInput = z.union([
 ]);
 
 /**
+ * POST /api/admin/users/:id/links/:client_id/approve: the name the administrator reviewed,
+ * exactly as listed; the link is approved only while it still names it (409 link_changed).
+ * Without it, whatever the link names is approved.
+ */
+export const approveLinkSchema = z.object({
+  external_username: z.string().min(1).max(200).optional(),
+});
+
+/**
  * POST /api/sso/links/confirm: the calling client system proves that user `user_id` of this
  * service is `username` at itself. Which client is never a field: it is the one whose
  * credentials these are.

@@ -153,10 +153,21 @@ export function createLinkService(deps: { db: Db }) {
       });
     },
 
-    /** An administrator approves the user's pending link at a client; 404 when there is none. */
-    async approve(userId: number, clientId: string, actor: Actor): Promise<LinkRow> {
+    /**
+     * An administrator approves the user's pending link at a client; 404 when there is none.
+     * `shown`: the name the administrator was shown, the one approved; 409 link_changed when
+     * the user has put another in its place since (it has not been reviewed).
+     */
+    async approve(userId: number, clientId: string, actor: Actor, shown?: string): Promise<LinkRow> {
       const user = await usernameOf(userId);
       return db.transaction(async (tx) => {
+        if (shown !== undefined) {
+          const current = await findLink(tx, userId, clientId, true);
+          if (!current) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);
+          if (current.external_username !== shown) {
+            throw new AppError(409, 'link_changed', `The link's name is now ${current.external_username}, not ${shown}: review it again`);
+          }
+        }
         await refuseAccountName(tx, userId, clientId);
         const result = await activateLink(tx, userId, clientId, 'admin');
         if (!result) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);

@@ -111,7 +111,7 @@ describe('administrators approve and revoke dashboard links (API, panel, command
     expect(users.text).toContain(`data-pending-link="${first.user.id}:${first.client.client_id}"`);
     const csrf = hiddenField(users.text, '_csrf');
 
-    const approve = await s.post(`/admin/users/${first.user.id}/links/${first.client.client_id}/approve`, { _csrf: csrf, return_to: '/admin/users' });
+    const approve = await s.post(`/admin/users/${first.user.id}/links/${first.client.client_id}/approve`, { _csrf: csrf, external_username: 'panel.one', return_to: '/admin/users' });
     expect([approve.status, approve.headers.location]).toStrictEqual([303, '/admin/users']);
     const after = await s.get('/admin/users');
     expect(flashOf(after.text)).toMatch(/Approved: tokens for .* now name panel\.one/);
