@@ -38,14 +38,14 @@ export const ACCOUNT_PAGE_ROUTES = [
     handle: account.handle((h) => h.showSessions),
   }),
   route({
-    method: 'post', path: '/account/sessions/end', tag: 'Pages', access: 'page-user', limit: 'none', bodyType: 'form',
+    method: 'post', path: '/account/sessions/end', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'End one session',
     body: endSessionFormSchema, example: { session: 'q1w2e3r4t5y6u7i8o9p0as' },
     responses: { 303: redirect('Back to the list (to /login when it was this one)'), 400: pageError('Invalid form') },
     handle: account.handle((h) => h.endOne),
   }),
   route({
-    method: 'post', path: '/account/sessions/end-all', tag: 'Pages', access: 'page-user', limit: 'none', bodyType: 'form',
+    method: 'post', path: '/account/sessions/end-all', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'End every other session',
     responses: { 303: redirect('Back to the list') },
     handle: account.handle((h) => h.endOthers),

@@ -85,7 +85,7 @@ export const PAGE_ROUTES = [
     handle: dashboard.handle((h) => h.show),
   }),
   route({
-    method: 'post', path: '/dashboard/link', tag: 'Pages', access: 'page-user', limit: 'none', bodyType: 'form',
+    method: 'post', path: '/dashboard/link', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'Claim the username used at a client system (pending until the system or an administrator confirms it)',
     description: 'Refused (back to the dashboard with the reason) when another account holds or has claimed that name at that system; the answer does not say which. Claiming another name replaces the link, pending again.',
     body: linkFormSchema, example: { client_id: 'shop', external_username: 'alice.shop' },
@@ -94,7 +94,7 @@ export const PAGE_ROUTES = [
     onError: dashboard.onError((h) => h.failed),
   }),
   route({
-    method: 'post', path: '/dashboard/unlink', tag: 'Pages', access: 'page-user', limit: 'none', bodyType: 'form',
+    method: 'post', path: '/dashboard/unlink', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'Withdraw the link to a client system (pending or active); its name stops at once',
     body: clientFormSchema, example: { client_id: 'shop' },
     responses: { 303: redirect('Back to the dashboard'), ...formRefused },
@@ -102,7 +102,7 @@ export const PAGE_ROUTES = [
     onError: dashboard.onError((h) => h.failed),
   }),
   route({
-    method: 'post', path: '/dashboard/sign-in', tag: 'Pages', access: 'page-user', limit: 'none', bodyType: 'form',
+    method: 'post', path: '/dashboard/sign-in', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
     summary: 'One-click sign-in to a linked client system',
     description: 'The token\'s `username` claim is the linked name only when the link is active; for a pending link it is the user\'s own username.',
     body: clientFormSchema, example: { client_id: 'shop' },
