@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
-import { allowSeedCommit, clientStates, guardSeedCommit, lockSeedRuns, transactionId } from './queries.ts';
+import { allowSeedCommit, clientStates, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {
@@ -51,6 +51,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     await lockSeedRuns(tx);
     const run = await transactionId(tx);
     const before = await clientStates(tx);
+    const session = await sessionSettings(tx);
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
       try {
@@ -63,6 +64,8 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
           + 'but statements after it in this file may have been applied on their own; check the clients table, and remove BEGIN/COMMIT/ROLLBACK from the file');
       }
     }
+    // what a file SET for its session ends with the run (the service's own session on the embedded database)
+    await restoreSessionSettings(tx, session);
     await allowSeedCommit(tx);
     const after = await clientStates(tx);
     const created = [...after.keys()].filter((id) => !before.has(id));

@@ -51,3 +51,52 @@ export async function allowSeedCommit(tx: Queryable): Promise<void> {
 export async function transactionId(q: Queryable): Promise<string> {
   return (await q.query<{ id: string }>('SELECT txid_current()::text AS id')).rows[0].id;
 }
+
+/** A session's settings a seed file can change for the session (SET without LOCAL, set_config(..., false), SET ROLE). */
+export interface SessionSettings {
+  settings: Map<string, { value: string | null; bySession: boolean }>;
+  role: string;
+}
+
+/**
+ * Whether the name is one a seed file's SET is undone for: not the runner's own transaction
+ * settings (auth.*) nor the transaction's (transaction_isolation ...), and only a plain name
+ * (it is written into RESET).
+ */
+const RESTORED = /^(?!auth\.|transaction_)[A-Za-z][A-Za-z0-9_.]*$/;
+
+/** The session's settings now (what restoreSessionSettings puts back). */
+export async function sessionSettings(q: Queryable): Promise<SessionSettings> {
+  const r = await q.query<{ name: string; setting: string | null; by_session: boolean }>(
+    "SELECT name, setting, source = 'session' AS by_session FROM pg_settings WHERE context IN ('user', 'superuser')",
+  );
+  const role = await q.query<{ role: string }>("SELECT current_setting('role') AS role");
+  return { settings: new Map(r.rows.filter((row) => RESTORED.test(row.name)).map((row) => [row.name, { value: row.setting, bySession: row.by_session }])), role: role.rows[0].role };
+}
+
+/**
+ * Puts back, for the session, what the statements since `before` changed for it: a seed file's
+ * `SET x = ...` (a dump's header sets several) would otherwise outlive the run in the session
+ * that ran it, which on the embedded database is the running service's own (its socket
+ * shares the one session), e.g. session_replication_role = replica would switch the clients
+ * triggers off for every later change. Runs in the run's transaction, so takes effect with it.
+ * Returns the names put back.
+ */
+export async function restoreSessionSettings(q: Queryable, before: SessionSettings): Promise<string[]> {
+  const restored: string[] = [];
+  // the role first: the settings below may need the session's own rights
+  if ((await sessionSettings(q)).role !== before.role) {
+    await q.query('RESET ROLE');
+    restored.push('role');
+  }
+  const now = await sessionSettings(q);
+  for (const [name, after] of now.settings) {
+    const was = before.settings.get(name);
+    if (!after.bySession && !was?.bySession) continue;
+    if (was && after.value === was.value && after.bySession === was.bySession) continue;
+    if (was?.bySession) await q.query('SELECT set_config($1, $2, false)', [name, was.value ?? '']);
+    else await q.query(`RESET ${name}`);
+    restored.push(name);
+  }
+  return restored;
+}
