@@ -95,8 +95,14 @@ export function createLinkService(deps: { db: Db }) {
         if (previous && isSameName(previous, name)) return { link: previous, changed: false };
         if (previous) await deleteLink(tx, user.id, clientId);
         const link = await insertPendingLink(tx, user.id, clientId, name);
-        // throwing rolls the deletion back: a refused new claim keeps the old link
-        if (!link) throw new AppError(409, 'link_name_taken', NAME_TAKEN);
+        if (!link) {
+          // the same claim sent twice at once (two tabs, a double submit): the other one's
+          // row, committed while this insert waited for it, is this user's own
+          const theirs = await findLink(tx, user.id, clientId);
+          if (theirs && isSameName(theirs, name)) return { link: theirs, changed: false };
+          // throwing rolls the deletion back: a refused new claim keeps the old link
+          throw new AppError(409, 'link_name_taken', NAME_TAKEN);
+        }
         if (previous) await invalidateUnusedTokens(tx, user.id, { clientId });
         await writeAudit(tx, {
           action: 'user.link_client', outcome: 'success', userId: user.id, username: user.username, clientId,
