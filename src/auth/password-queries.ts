@@ -96,11 +96,6 @@ export async function consumePasswordReset(q: Queryable, tokenHash: string): Pro
   return r.rows[0]?.user_id ?? null;
 }
 
-/** Sets a new password hash and activates the user (the demo user's reset, src/demo/seed.ts). */
-export async function storePasswordAndActivate(q: Queryable, userId: number, passwordHash: string): Promise<void> {
-  await q.query('UPDATE users SET password_hash = $2, active = true, updated_at = now() WHERE id = $1', [userId, passwordHash]);
-}
-
 /**
  * Locks the user's row for the rest of the transaction, answering its address and active flag
  * as they are under the lock (null: no such user), against every other writer of it and

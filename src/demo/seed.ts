@@ -1,7 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { writeAudit } from '../audit/writer.ts';
-import { storePasswordAndActivate } from '../auth/password-queries.ts';
-import { hashPassword } from '../auth/passwords.ts';
 import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../deps.ts';
@@ -63,14 +60,10 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
   const password = demoPassword();
   const user = await findUserByUsername(deps.db, DEMO_USERNAME);
   if (user) {
-    const hash = await hashPassword(password, deps.config.BCRYPT_COST);
-    await deps.db.transaction(async (tx) => {
-      await storePasswordAndActivate(tx, user.id, hash);
-      await writeAudit(tx, {
-        action: 'user.password_reset', outcome: 'success', userId: user.id, username: user.username,
-        details: { via: ACTOR.via, actor: ACTOR.username },
-      });
-    });
+    // as an administrator would: the new password audited and every session of the old one
+    // ended, the account reactivated (audited when it was off) and unlocked
+    await users.setPassword({ id: user.id }, { password }, ACTOR);
+    await users.setActive(DEMO_USERNAME, true, ACTOR);
     await users.unlock(DEMO_USERNAME, ACTOR);
   } else {
     await users.createUser(
