@@ -72,3 +72,16 @@ BEGIN
                  THEN jsonb_build_object('previous_secret_expires_at', previous_until) ELSE '{}'::jsonb END);
   RETURN NULL;
 END $$;
+
+-- The functions behind the clients table's checks and triggers find what they call with the
+-- search_path they were created with, not the writer's: a seed file made from pg_dump sets an
+-- empty search_path (and names the table public.clients), and its rows were refused with
+-- "function client_callback_url_is_valid(text) does not exist".
+ALTER FUNCTION client_allow_list_entry(text) SET search_path FROM CURRENT;
+ALTER FUNCTION client_allow_list_is_canonical(text[]) SET search_path FROM CURRENT;
+ALTER FUNCTION client_callback_url_is_valid(text) SET search_path FROM CURRENT;
+ALTER FUNCTION client_logo_url_is_valid(text) SET search_path FROM CURRENT;
+ALTER FUNCTION clients_after_write() SET search_path FROM CURRENT;
+ALTER FUNCTION clients_before_write() SET search_path FROM CURRENT;
+ALTER FUNCTION clients_change_actor() SET search_path FROM CURRENT;
+ALTER FUNCTION clients_notify_change() SET search_path FROM CURRENT;

@@ -1,10 +1,10 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/open.ts';
-import { startTestApp, TEST_ENV, type TestApp } from '../helpers/app.ts';
+import { startTestApp, TEST_ENV, type TestApp, unique } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { projectWith, seed, type SeedClient, seedSql } from './support.ts';
@@ -47,5 +47,22 @@ describe.skipIf(onPostgres)('a seed applied through the running service\'s socke
     const now = await served.query<Record<string, string>>(SETTINGS);
     expect(now.rows[0]).toStrictEqual(before);
     expect(before.datestyle).toBe('ISO, MDY');
+  });
+});
+
+describe('a seed file made from pg_dump (an empty search_path, the table named public.clients)', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  it('is applied: the checks and triggers of the clients table find what they call', async () => {
+    const c: SeedClient = { id: unique('dumped-').toLowerCase(), name: 'From pg_dump', callback: 'https://dump.example/cb', ips: ['127.0.0.1'], secret: 'dumped-secret' };
+    const sql = "SELECT pg_catalog.set_config('search_path', '', false);\n" + seedSql([c]).replace('INSERT INTO clients', 'INSERT INTO public.clients');
+    const run = await seed(app, await projectWith({ 'dump.sql': sql }), ['dump.sql']);
+    expect(run.code, run.stderr).toBe(0);
+    const audit = await app.db.query<{ action: string }>('SELECT action FROM audit_log WHERE client_id = $1', [c.id]);
+    expect(audit.rows.map((r) => r.action)).toStrictEqual(['client.create']);
   });
 });
