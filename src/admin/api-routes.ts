@@ -177,10 +177,11 @@ export const ADMIN_API_ROUTES = [
       }
       const stamp = new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
       const actor = api(req, res);
-      res.status(200);
-      res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
-      res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
-      await audit.export(filter, q.format, res, actor);
+      await audit.export(filter, q.format, res, actor, () => {
+        res.status(200);
+        res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
+        res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
+      });
       res.end();
     },
   }),

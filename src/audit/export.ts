@@ -74,7 +74,7 @@ export async function streamAudit(
 }
 
 /** How long an export may wait for its receiver to take the next batch. */
-const EXPORT_IDLE_MINUTES = 10;
+const EXPORT_IDLE_MINUTES = 2;
 
 async function streamBatches(q: Queryable, filter: AuditFilter, format: ExportFormat, out: Writable, batchSize: number): Promise<number> {
   let gone = false;

@@ -12,7 +12,8 @@ const KEY_TEXT = /^[A-Za-z0-9_-]{43,}$/;
  * exists: the first instance wins and the others read its key), so the name never holds an
  * empty or partial key that another instance could read. A file that holds no key (emptied,
  * or cut short by a crash of a version that wrote it in place) is replaced, never used: an
- * HMAC key of zero bytes would let anyone sign tokens.
+ * HMAC key of zero bytes would let anyone sign tokens. (Two instances replacing such a file
+ * at the same moment can each keep its own key until their next start; development only.)
  */
 export function developmentKey(file: string): string {
   const read = (): string | null => {
@@ -28,15 +29,23 @@ export function developmentKey(file: string): string {
   mkdirSync(path.dirname(file), { recursive: true });
   const key = randomBytes(32).toString('base64url');
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(temp, key, { mode: 0o600 });
   try {
+    writeFileSync(temp, key, { mode: 0o600 });
     try {
       linkSync(temp, file);
       return key;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      // a file system without hard links: create the name as before (flag wx), then read what it holds
-      if (code !== 'EEXIST') writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
+      // a file system without hard links: create the name as before (flag wx); a name that
+      // exists (holding no key, or another instance's) is read below
+      if (code !== 'EEXIST') {
+        try {
+          writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
+          return key;
+        } catch (err2) {
+          if ((err2 as NodeJS.ErrnoException).code !== 'EEXIST') throw err2;
+        }
+      }
     }
     const theirs = read();
     if (theirs) return theirs;

@@ -96,7 +96,7 @@ export const LINK_ROUTES = [
     method: 'post', path: '/api/admin/users/:id/links/:client_id/approve', tag: 'Administration', access: 'admin', limit: 'user',
     summary: 'Approve a pending dashboard link: its name goes into the user\'s tokens',
     description: 'Send the name you reviewed as `external_username`: a link whose user has put another name in its place since is not approved (409 link_changed).',
-    body: approveLinkSchema, example: { external_username: 'alice.shop' },
+    body: approveLinkSchema, bodyOptional: true, example: { external_username: 'alice.shop' },
     responses: {
       200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink,
       409: err('The link now names another name than `external_username` (link_changed), or its name is now another user\'s username (link_name_taken)', {

@@ -22,7 +22,7 @@ export const userIdInput = z.union([
  */
 export const approveLinkSchema = z.object({
   external_username: z.string().min(1).max(200).optional(),
-});
+}).strict();
 
 /**
  * POST /api/sso/links/confirm: the calling client system proves that user `user_id` of this

@@ -168,7 +168,9 @@ export function createLinkService(deps: { db: Db }) {
       const user = await usernameOf(userId);
       return db.transaction(async (tx) => {
         if (shown !== undefined) {
-          const current = await findLink(tx, userId, clientId, true);
+          // a claim replaced meanwhile is a row deleted and another inserted: the lock waited for
+          // the old one and found it gone, and the statement after it sees the new one
+          const current = await findLink(tx, userId, clientId, true) ?? await findLink(tx, userId, clientId, true);
           if (!current) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);
           if (current.external_username !== shown) {
             throw new AppError(409, 'link_changed', `The link's name is now ${current.external_username}, not ${shown}: review it again`);
