@@ -177,11 +177,14 @@ export const ADMIN_API_ROUTES = [
       }
       const stamp = new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
       const actor = api(req, res);
-      await audit.export(filter, q.format, res, actor, () => {
+      const headers = () => {
         res.status(200);
         res.setHeader('Content-Type', q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8');
         res.setHeader('Content-Disposition', `attachment; filename="audit-${stamp}.${q.format}"`);
-      });
+      };
+      // a HEAD asks for the headers only (Express answers it with this GET handler): no export, nothing audited
+      if (req.method === 'HEAD') headers();
+      else await audit.export(filter, q.format, res, actor, headers);
       res.end();
     },
   }),

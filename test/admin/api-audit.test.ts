@@ -137,6 +137,12 @@ describe('admin API: the audit log', () => {
     expect(line, 'the failed sign-in is exported').toBeTruthy();
     expect(parseCsv(`${line}\r\n`, ';')[0].filter((cell) => /^[=+\-@]/.test(cell)), line).toStrictEqual([]);
 
+    const exports = async () => (await app.db.query("SELECT 1 FROM audit_log WHERE action = 'audit.export'")).rowCount;
+    const before = await exports();
+    const head = await app.http.send(`/api/admin/audit?action=${action}&format=csv`, { ...admin.as, method: 'HEAD' });
+    expect([head.status, String(head.headers['content-disposition'])]).toStrictEqual([200, expect.stringMatching(/^attachment; filename="audit-.*\.csv"$/)]);
+    expect(await exports(), 'a HEAD exports nothing, so audits nothing').toBe(before);
+
     const nd = await app.http.get(`/api/admin/audit?action=${action}&format=ndjson`, admin.as);
     expect(nd.status).toBe(200);
     expect(String(nd.headers['content-type'])).toMatch(/^application\/x-ndjson/);
