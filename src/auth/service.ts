@@ -13,7 +13,7 @@ import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginF
 import { deleteUserSession } from './session-queries.ts';
 import { PasswordChangeRequired, refuseWhileLocked } from './login-errors.ts';
 import { type AuthChannel, createLoginFailures, type LoginInput } from './login-failures.ts';
-import { OWN_SYSTEM } from './sign-out.ts';
+import { OWN_SYSTEM, recordLogout } from './sign-out.ts';
 import { createTwoFactor } from './two-factor.ts';
 
 export { OWN_SYSTEM } from './sign-out.ts';
@@ -163,9 +163,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
           ...(args.endSessionId !== undefined ? { session_ended: sessionEnded } : {}),
         },
       });
-      await events.record(tx, 'user.logout', {
-        user_id: args.userId, email: user?.email ?? '', ip_address: args.ipAddress, client_system: args.clientId ?? OWN_SYSTEM,
-      });
+      await recordLogout(tx, events, { id: args.userId, email: user?.email ?? null }, args.ipAddress, args.clientId);
       return count;
     });
     return { invalidatedTokens: invalidated };

@@ -4,7 +4,7 @@ import type { Deps } from '../context.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { deleteUserSession, listUserSessions } from './session-queries.ts';
-import { OWN_SYSTEM, signOutEverywhere } from './sign-out.ts';
+import { recordLogout, signOutEverywhere } from './sign-out.ts';
 
 /** A session as its user sees it. `id` is a digest of the session id, never the id itself. */
 export interface UserSessionView {
@@ -82,7 +82,7 @@ export function createSessionService(deps: Pick<Deps, 'db' | 'events'>) {
           action: 'user.session_end', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, current, invalidated_tokens: invalidatedTokens },
         });
-        await events.record(tx, 'user.logout', { user_id: user.id, email: user.email, ip_address: ctx.ipAddress, client_system: OWN_SYSTEM });
+        await recordLogout(tx, events, user, ctx.ipAddress);
         return true;
       });
       return ended ? { current } : null;

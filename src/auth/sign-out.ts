@@ -8,6 +8,16 @@ import { deleteUserSessions } from './session-queries.ts';
 /** The client_system of events this service causes itself (sign-ins and sign-outs at this service). */
 export const OWN_SYSTEM = 'auth-service';
 
+/**
+ * Enqueues user.logout for `user` (sent once the caller's transaction commits): every way a
+ * session ends says so the same way. `clientSystem`: the client system that asked, else this service.
+ */
+export async function recordLogout(
+  tx: Queryable, events: EventRecorder, user: { id: number; email: string | null }, ipAddress: string | null, clientSystem = OWN_SYSTEM,
+): Promise<void> {
+  await events.record(tx, 'user.logout', { user_id: user.id, email: user.email ?? '', ip_address: ipAddress ?? '', client_system: clientSystem });
+}
+
 /** Who asked for a sign-out everywhere, for the audit log. */
 export interface SignOutContext {
   ipAddress: string | null;
@@ -49,8 +59,6 @@ export async function signOutEverywhere(
       ...(ctx.actor ? { actor: ctx.actor, actor_user_id: ctx.actorUserId ?? null } : {}),
     },
   });
-  await events.record(tx, 'user.logout', {
-    user_id: user.id, email: user.email, ip_address: ctx.ipAddress ?? '', client_system: OWN_SYSTEM,
-  });
+  await recordLogout(tx, events, user, ctx.ipAddress);
   return { endedSessions, invalidatedTokens, credentialsVersion };
 }

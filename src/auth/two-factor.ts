@@ -5,6 +5,7 @@ import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { accountLocked } from './login-errors.ts';
+import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
   activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
@@ -90,7 +91,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     const login = normalizeUsername(user.username);
     const failure = (tx: Queryable, reason: string) => writeAudit(tx, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason } });
     const outcome = await db.transaction(async (tx): Promise<{ done: T } | { refused: AppError; locked: boolean }> => {
-      await findTotpState(tx, user.id, { lock: true });
+      await lockUserRow(tx, user.id);
       const lock = await activeLock(tx, login);
       if (lock) {
         await failure(tx, 'account_locked');

@@ -31,27 +31,34 @@ export function developmentKey(file: string): string {
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     writeFileSync(temp, key, { mode: 0o600 });
-    try {
-      linkSync(temp, file);
-      return key;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // a file system without hard links: create the name as before (flag wx); a name that
-      // exists (holding no key, or another instance's) is read below
-      if (code !== 'EEXIST') {
-        try {
-          writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
-          return key;
-        } catch (err2) {
-          if ((err2 as NodeJS.ErrnoException).code !== 'EEXIST') throw err2;
-        }
-      }
-    }
+    if (createName(temp, file, key)) return key;
     const theirs = read();
     if (theirs) return theirs;
     renameSync(temp, file);
     return read() ?? key;
   } finally {
     rmSync(temp, { force: true });
+  }
+}
+
+/**
+ * Puts the key written to `temp` at `file` unless that name exists: true when it did. A link
+ * fails when the name exists; a file system without hard links creates the name as before
+ * (flag wx), which fails the same way.
+ */
+function createName(temp: string, file: string, key: string): boolean {
+  const exists = (err: unknown) => (err as NodeJS.ErrnoException).code === 'EEXIST';
+  try {
+    linkSync(temp, file);
+    return true;
+  } catch (err) {
+    if (exists(err)) return false;
+  }
+  try {
+    writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (err) {
+    if (exists(err)) return false;
+    throw err;
   }
 }

@@ -70,8 +70,12 @@ export async function sessionSettings(q: Queryable): Promise<SessionSettings> {
   const r = await q.query<{ name: string; setting: string | null; by_session: boolean }>(
     "SELECT name, setting, source = 'session' AS by_session FROM pg_settings WHERE context IN ('user', 'superuser')",
   );
-  const role = await q.query<{ role: string }>("SELECT current_setting('role') AS role");
-  return { settings: new Map(r.rows.filter((row) => RESTORED.test(row.name)).map((row) => [row.name, { value: row.setting, bySession: row.by_session }])), role: role.rows[0].role };
+  return { settings: new Map(r.rows.filter((row) => RESTORED.test(row.name)).map((row) => [row.name, { value: row.setting, bySession: row.by_session }])), role: await currentRole(q) };
+}
+
+/** The role the session acts as (SET ROLE), 'none' when it acts as itself. */
+async function currentRole(q: Queryable): Promise<string> {
+  return (await q.query<{ role: string }>("SELECT current_setting('role') AS role")).rows[0].role;
 }
 
 /**
@@ -85,7 +89,7 @@ export async function sessionSettings(q: Queryable): Promise<SessionSettings> {
 export async function restoreSessionSettings(q: Queryable, before: SessionSettings): Promise<string[]> {
   const restored: string[] = [];
   // the role first: the settings below may need the session's own rights
-  if ((await sessionSettings(q)).role !== before.role) {
+  if ((await currentRole(q)) !== before.role) {
     await q.query('RESET ROLE');
     restored.push('role');
   }

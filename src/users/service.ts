@@ -53,15 +53,15 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
   const { db, config, events } = deps;
 
   /**
-   * A deactivated user is signed out everywhere, in the deactivation's transaction: an
-   * inactive user's sessions, access tokens and unused SSO tokens are refused anyway, but
-   * they must not come back to life if the user is activated again while they would still
-   * be valid.
+   * Signs the user out everywhere for an administrator's change, in its transaction, audited
+   * with the administrator. A deactivated user too: an inactive user's sessions, access tokens
+   * and unused SSO tokens are refused anyway, but they must not come back to life if the user
+   * is activated again while they would still be valid.
    */
-  const signOutDeactivated = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) =>
+  const signOutByAdministrator = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor, reason: string, keepSid?: string) =>
     signOutEverywhere(tx, events, user, {
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'deactivated', actor: actor.username ?? null, actorUserId: actor.userId ?? null,
-    });
+      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason, actor: actor.username ?? null, actorUserId: actor.userId ?? null,
+    }, keepSid);
 
   /**
    * The rule every path that demotes or deactivates keeps (API, panel, command line): after the
@@ -107,7 +107,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     });
     // a link mailed to the address being replaced must not reset the password afterwards
     if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
-    if (changed.active === false) await signOutDeactivated(tx, user, actor);
+    if (changed.active === false) await signOutByAdministrator(tx, user, actor, 'deactivated');
     return changed;
   }
 
@@ -138,9 +138,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       details: { ...actorDetails(actor), password_changed: hash !== undefined, must_change: mustChange },
     });
     if (hash === undefined && !mustChange) return undefined;
-    const signedOut = await signOutEverywhere(tx, events, found, {
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason: 'password_set', actor: actor.username ?? null, actorUserId: actor.userId ?? null,
-    }, keepSid);
+    const signedOut = await signOutByAdministrator(tx, found, actor, 'password_set', keepSid);
     return signedOut.credentialsVersion;
   }
 
@@ -186,7 +184,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
 
     /**
      * Activates or deactivates a user by username (the command line); deactivating signs them
-     * out everywhere (signOutDeactivated). As on the API and the panel, the last active
+     * out everywhere (signOutByAdministrator). As on the API and the panel, the last active
      * administrator is not deactivated (409 last_admin), and a change that changes nothing
      * is not audited.
      */
@@ -203,7 +201,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, details: actorDetails(actor),
         });
-        if (!active) await signOutDeactivated(tx, user, actor);
+        if (!active) await signOutByAdministrator(tx, user, actor, 'deactivated');
         return record;
       });
     },
