@@ -1,6 +1,27 @@
-import { axeResults, clickAndLoad } from '../helpers/browser.ts';
-import { expect } from 'vitest';
-import type { Page, Response } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
+import type { Browser, Page, Response } from 'playwright-core';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { axeResults, clickAndLoad, releaseBrowser, sharedBrowser } from '../helpers/browser.ts';
+
+/**
+ * For a describe block of browser tests: a test app listening on a port and this worker's
+ * Chromium, handed to `ready` before the tests (assign them to the block's variables), and the
+ * browser's contexts and the app released after them.
+ */
+export function browserSuite(ready: (suite: { app: TestApp; url: string; browser: Browser }) => void): void {
+  let app: TestApp | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    app = await startTestApp();
+    const url = await app.listen();
+    browser = await sharedBrowser();
+    ready({ app, url, browser });
+  });
+  afterAll(async () => {
+    await releaseBrowser(browser);
+    await app?.close();
+  });
+}
 
 /** The phone size every page must fit without sideways scrolling. */
 export const PHONE = { width: 390, height: 844, mobile: true };

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, newContext, releaseBrowser, sharedBrowser } from '../helpers/browser.ts';
+import { type TestApp } from '../helpers/app.ts';
+import { browserMissing, newContext } from '../helpers/browser.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { signInPage } from '../pages/browser-support.ts';
+import { browserSuite, signInPage } from '../pages/browser-support.ts';
 import { logoUrlProblem } from '../../src/pages/logo-url.ts';
 
 /**
@@ -20,15 +20,7 @@ describe.skipIf(browserMissing)('a client logo written in SQL (Chromium)', () =>
   let app: TestApp;
   let url: string;
   let browser: Browser;
-  beforeAll(async () => {
-    app = await startTestApp();
-    url = await app.listen();
-    browser = await sharedBrowser();
-  });
-  afterAll(async () => {
-    await releaseBrowser(browser);
-    await app?.close();
-  });
+  browserSuite((suite) => ({ app, url, browser } = suite));
 
   it('is not rendered when the service would refuse it, and the sign-in works', async () => {
     const client = await makeClient(app);

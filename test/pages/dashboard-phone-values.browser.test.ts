@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, clickAndLoad, newContext, releaseBrowser, sharedBrowser } from '../helpers/browser.ts';
+import { type TestApp } from '../helpers/app.ts';
+import { browserMissing, clickAndLoad, newContext } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
-import { overflow, signInPage } from '../pages/browser-support.ts';
+import { browserSuite, overflow, signInPage } from '../pages/browser-support.ts';
 
 /** The phone width of the review brief (an iPhone SE / mini class screen). */
 const PHONE_375 = { width: 375, height: 667, mobile: true };
@@ -19,15 +19,7 @@ describe.skipIf(browserMissing)('the dashboard fits a 375 px phone with realisti
   let app: TestApp;
   let url: string;
   let browser: Browser;
-  beforeAll(async () => {
-    app = await startTestApp();
-    url = await app.listen();
-    browser = await sharedBrowser();
-  });
-  afterAll(async () => {
-    await releaseBrowser(browser);
-    await app?.close();
-  });
+  browserSuite((suite) => ({ app, url, browser } = suite));
 
   it('a long work email address does not widen the dashboard', async () => {
     const user = await makeUser(app, { username: 'maximilian.oberhauser', fullName: 'Maximilian Oberhauser', email: 'maximilian.oberhauser@personalabteilung.de' });

@@ -1,24 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
-import { browserMissing, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
+import { type TestApp, unique } from '../helpers/app.ts';
+import { browserMissing, newContext, saveScreenshot } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
-import { alertText, expectAccessible, signInPage } from './browser-support.ts';
+import { alertText, browserSuite, expectAccessible, signInPage } from './browser-support.ts';
 
 // a browser on a busy two-core machine: generous bounds (nothing here measures speed)
 describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromium', () => {
   let app: TestApp;
   let url: string;
   let browser: Browser;
-  beforeAll(async () => {
-    app = await startTestApp();
-    url = await app.listen();
-    browser = await sharedBrowser();
-  });
-  afterAll(async () => {
-    await releaseBrowser(browser);
-    await app?.close();
-  });
+  browserSuite((suite) => ({ app, url, browser } = suite));
 
   /** The banner after each of five wrong passwords for `login`, with the status of each answer. */
   async function fiveWrong(login: string): Promise<Array<{ status: number; text: string }>> {
