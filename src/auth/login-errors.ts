@@ -41,17 +41,24 @@ const minutes = (n: number) => `${n} minute${n === 1 ? '' : 's'}`;
  */
 export class CountedFailure extends AppError {
   readonly warning: string;
-  constructor(code: 'invalid_credentials' | 'invalid_totp' | 'totp_reused', attemptsRemaining: number, lockMinutes: number) {
-    const base = {
-      invalid_credentials: 'Invalid login or password.',
-      invalid_totp: 'The two-factor code is invalid.',
-      totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
-    }[code];
+  /**
+   * `refusal` is the answer's own status and words where they are not a sign-in's: a code
+   * refused when a signed-in user changes their two-factor settings (400, src/auth/two-factor.ts)
+   * counts toward the same lock.
+   */
+  constructor(code: string, attemptsRemaining: number, lockMinutes: number, refusal?: { status: number; message: string }) {
+    const base = refusal ? refusal.message.replace(/\.?$/, '.') : SIGN_IN_REFUSALS[code] ?? 'Invalid login or password.';
     const warning = attemptsRemaining === 1 ? `One more failed attempt locks the account for ${minutes(lockMinutes)}.` : '';
-    super(401, code, warning ? `${base} ${warning}` : base, { extra: { attempts_remaining: attemptsRemaining } });
+    super(refusal?.status ?? 401, code, warning ? `${base} ${warning}` : base, { extra: { attempts_remaining: attemptsRemaining } });
     this.warning = warning;
   }
 }
+
+const SIGN_IN_REFUSALS: Record<string, string> = {
+  invalid_credentials: 'Invalid login or password.',
+  invalid_totp: 'The two-factor code is invalid.',
+  totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
+};
 
 /** The lock warning of a refusal, with a space before it ('' for anything but the attempt before the lock). */
 export function lockWarning(err: unknown): string {

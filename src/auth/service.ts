@@ -27,10 +27,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     async countRefusal(tx, user, ctx) {
       const login = normalizeUsername(user.username);
       const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
-      if (!counted.counted || !counted.lockedUntil) return false;
+      if (!counted.counted) return { locked: false, attemptsRemaining: null };
+      if (!counted.lockedUntil) return { locked: false, attemptsRemaining: Math.max(1, config.LOCKOUT_THRESHOLD - counted.failedCount) };
       await announceLock(tx, login, user, { ...ctx, via: 'two_factor' }, { failedCount: counted.failedCount, lockedUntil: counted.lockedUntil });
       metrics.lockouts.inc();
-      return true;
+      return { locked: true, attemptsRemaining: 0 };
     },
   });
   prepareDummyHash(config.BCRYPT_COST);

@@ -4,7 +4,7 @@ import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { accountLocked } from './login-errors.ts';
+import { accountLocked, CountedFailure } from './login-errors.ts';
 import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
@@ -29,8 +29,12 @@ const CODE_REFUSALS = new Set(['invalid_totp', 'totp_reused']);
  * src/auth/service.ts keeps: as a failed sign-in of the name.
  */
 export interface CodeGuard {
-  /** Counts a refused code toward the lock; true when this one set it (audited and announced). */
-  countRefusal(tx: Queryable, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext): Promise<boolean>;
+  /**
+   * Counts a refused code toward the lock: `locked` when this one set it (audited and
+   * announced), else the failed attempts left before the lock (null: not counted, the name
+   * was locked meanwhile).
+   */
+  countRefusal(tx: Queryable, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext): Promise<{ locked: boolean; attemptsRemaining: number | null }>;
 }
 
 /** TOTP (RFC 6238) enrollment, codes that work once, and single-use recovery codes. */
@@ -84,29 +88,36 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
    * and a refused code is audited (as `action`, outcome failure) and counted toward that lock
    * before the next change can read it. So a stolen session cannot guess codes to turn
    * two-factor off or to make recovery codes of its own any faster than a sign-in could, not
-   * even with requests sent at once. The refusal that locks is 423. `change` throws its
-   * refusals before it writes anything: the transaction commits the audit and the count.
+   * even with requests sent at once. The refusal that locks is 423; the others say, as a
+   * sign-in's do, how many attempts are left (`attempts_remaining`, and a warning before the
+   * last). `change` throws its refusals before it writes anything: the transaction commits
+   * the audit and the count.
    */
   async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: (tx: Queryable) => Promise<T>): Promise<T> {
     const login = normalizeUsername(user.username);
     const failure = (tx: Queryable, reason: string) => writeAudit(tx, { action, outcome: 'failure', userId: user.id, username: user.username, ...ctx, details: { reason } });
-    const outcome = await db.transaction(async (tx): Promise<{ done: T } | { refused: AppError; locked: boolean }> => {
+    const outcome = await db.transaction(async (tx): Promise<{ done: T } | { refused: AppError }> => {
       await lockUserRow(tx, user.id);
       const lock = await activeLock(tx, login);
       if (lock) {
         await failure(tx, 'account_locked');
-        return { refused: accountLocked(lock.remaining_minutes), locked: false };
+        return { refused: accountLocked(lock.remaining_minutes) };
       }
       try {
         return { done: await change(tx) };
       } catch (err) {
         if (!(err instanceof AppError && CODE_REFUSALS.has(err.code))) throw err;
         await failure(tx, err.code);
-        return { refused: err, locked: await guard.countRefusal(tx, user, ctx) };
+        const counted = await guard.countRefusal(tx, user, ctx);
+        if (counted.locked) return { refused: accountLocked(config.LOCKOUT_MINUTES, true) };
+        if (counted.attemptsRemaining === null) { // not counted: a failure elsewhere locked the name meanwhile
+          const since = await activeLock(tx, login);
+          return { refused: since ? accountLocked(since.remaining_minutes) : err };
+        }
+        return { refused: new CountedFailure(err.code, counted.attemptsRemaining, config.LOCKOUT_MINUTES, { status: err.status, message: err.message }) };
       }
     });
     if ('done' in outcome) return outcome.done;
-    if (outcome.locked) throw accountLocked(config.LOCKOUT_MINUTES, true);
     throw outcome.refused;
   }
 

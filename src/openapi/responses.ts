@@ -13,7 +13,7 @@ export const errorBody = z.object({
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('validation_error: one entry per problem'),
   retry_after: z.number().int().optional().describe('rate_limited: seconds until a retry can succeed'),
   remaining_minutes: z.number().int().optional().describe('account_locked: minutes until sign-in is possible again'),
-  attempts_remaining: z.number().int().optional().describe('invalid_credentials, invalid_totp, totp_reused on sign-in: failed attempts left before the login name is locked (counted per name, known or not)'),
+  attempts_remaining: z.number().int().optional().describe('invalid_credentials, invalid_totp, totp_reused on sign-in, and a refused code when turning two-factor on or off: failed attempts left before the login name is locked (counted per name, known or not)'),
   request_id: z.string().optional().describe('internal_error: the X-Request-Id to quote when reporting'),
   invalid: z.array(z.string()).optional().describe('invalid_allowed_ips: the entries that are not addresses or ranges'),
   entries: z.array(z.string()).optional().describe('allow_everything_unconfirmed: the allow-everything ranges to confirm'),

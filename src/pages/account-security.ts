@@ -77,8 +77,8 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
       && (PASSWORD_REFUSALS.has(err.code) || (err.code === 'validation_error' && details.current_password !== undefined && details.code === undefined));
     const message = !(err instanceof AppError) ? undefined
       : aboutPassword ? (err.code === 'invalid_credentials' ? wrongPassword(err) : err.code === 'validation_error' ? 'Enter your current password.' : err.message)
-      : options.form === 'enable' && err.code === 'invalid_totp' ? ENABLE_INVALID
-      : (CODE_MESSAGES[err.code] ?? err.message);
+      : options.form === 'enable' && err.code === 'invalid_totp' ? `${ENABLE_INVALID}${lockWarning(err)}`
+      : CODE_MESSAGES[err.code] ? `${CODE_MESSAGES[err.code]}${lockWarning(err)}` : err.message;
     renderPage(req, res, 'account-security', {
       nav: 'security',
       totpEnabled: status.totp_enabled,

@@ -204,7 +204,7 @@ describe('TOTP two-factor', () => {
   it('audits a refused code when turning it off or making new recovery codes, on the API and the page, and counts it toward the lock', async () => {
     const { user, secret, headers } = await enrolledUser();
     const api = await app.http.post('/api/user/2fa/disable', { code: 'aaaaa-bbbbb-ccccc-ddddd' }, { headers });
-    expect(api.body.error).toBe('invalid_totp');
+    expect([api.body.error, api.body.attempts_remaining], 'the answer says how many attempts are left, as a sign-in does').toStrictEqual(['invalid_totp', 4]);
 
     const page = formSession(app.app);
     page.cookies.set('auth.sid', headers.cookie.slice('auth.sid='.length));
@@ -217,6 +217,9 @@ describe('TOTP two-factor', () => {
     await app.services.auth.twoFactor.regenerateRecoveryCodes(user, code, { ipAddress: '127.0.0.1', userAgent: null });
     const reused = await page.post('/account/security/recovery-codes', { _csrf: csrf, code });
     expect(reused.text).toContain('That code was already used.');
+    expect(reused.text, 'the fourth refusal warns before the lock').toContain('One more failed attempt locks the account for 30 minutes.');
+    const fifth = await app.http.post('/api/user/2fa/disable', { code }, { headers });
+    expect([fifth.status, fifth.body.error], 'the fifth locks').toStrictEqual([423, 'account_locked']);
 
     const failures = (await auditRows(app, user.username)).filter((r) => r.outcome === 'failure');
     expect(failures.map((r) => [r.action, r.details.reason])).toStrictEqual([
@@ -224,18 +227,27 @@ describe('TOTP two-factor', () => {
       ['user.2fa_disable', 'invalid_totp'],
       ['user.2fa_recovery_codes', 'invalid_totp'],
       ['user.2fa_recovery_codes', 'totp_reused'],
+      ['user.2fa_disable', 'totp_reused'],
     ]);
     for (const r of failures) expect(r.ip_address).toBeTruthy();
-    expect((await attemptRow(app, user.username))?.failed_count, 'each refusal counts as a failed sign-in would').toBe(4);
+    expect((await attemptRow(app, user.username))?.failed_count, 'each refusal counts as a failed sign-in would').toBe(5);
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
   });
   it('locks the name after LOCKOUT_THRESHOLD refused codes on a signed-in session: the last says so (423), then even the right code is refused and two-factor stays on', async () => {
     const { user, secret, headers } = await enrolledUser();
     const wrong = async () => ('000000' === (await totpCode(secret)) ? '111111' : '000000');
-    for (let i = 1; i <= 4; i++) {
+    for (let i = 1; i <= 3; i++) {
       const r = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });
-      expect([r.status, r.body.error], r.text).toStrictEqual([400, 'invalid_totp']);
+      expect([r.status, r.body.error, r.body.attempts_remaining], r.text).toStrictEqual([400, 'invalid_totp', 5 - i]);
+      expect(r.body.message).not.toMatch(/locks/);
     }
+    // the attempt before the lock warns, as a sign-in's does: here on the page's form
+    const warnPage = formSession(app.app);
+    warnPage.cookies.set('auth.sid', headers.cookie.slice('auth.sid='.length));
+    const warnCsrf = hiddenField((await warnPage.get('/account/security')).text, '_csrf');
+    const fourth = await warnPage.post('/account/security/totp/disable', { _csrf: warnCsrf, code: await wrong() });
+    expect(fourth.status).toBe(400);
+    expect(fourth.text).toContain('That code is not valid. Check your authenticator app (or the recovery code) and try again. One more failed attempt locks the account for 30 minutes.');
     const fifth = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });
     expect([fifth.status, fifth.body.error], fifth.text).toStrictEqual([423, 'account_locked']);
     expect(fifth.body.message).toMatch(/now locked/);
