@@ -103,7 +103,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
         clientId: client.client_id,
         ipAddress: ctx.ipAddress,
         userAgent: ctx.userAgent,
-        details: { jti: claims.jti, flow: ctx.flow, token_ip: claims.ip_address },
+        // the account is the audit row's user; a linked name the token carries instead is kept beside it
+        details: { jti: claims.jti, flow: ctx.flow, token_ip: claims.ip_address, ...(claims.username !== user.username ? { name_at_client: claims.username } : {}) },
       },
       event: {
         user_id: user.id,

@@ -72,6 +72,9 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(validated.body.user, 'validation names the user as the token does').toStrictEqual({ id: user.id, username: 'g.hopper', email: user.email });
     const audited = await app.db.query<{ username: string }>("SELECT username FROM audit_log WHERE action = 'token.validate' AND user_id = $1", [user.id]);
     expect(audited.rows.map((r) => r.username), 'the audit log keeps the account').toStrictEqual([user.username]);
+    const issued = await app.db.query<{ username: string; details: any }>("SELECT username, details FROM audit_log WHERE action = 'token.issue' AND user_id = $1 ORDER BY id", [user.id]);
+    expect(issued.rows.map((r) => [r.username, (typeof r.details === 'string' ? JSON.parse(r.details) : r.details).name_at_client]), 'and the name the token carried at the client beside it')
+      .toStrictEqual([[user.username, undefined], [user.username, 'g.hopper']]);
     expect(cardState(await u.page(), client.client_id)).toBe('active');
 
     const twice = await confirm(client, { user_id: user.id, username: 'G.HOPPER' });
