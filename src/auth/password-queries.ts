@@ -74,6 +74,11 @@ export async function deletePasswordResets(q: Queryable, userId: number): Promis
   await q.query('DELETE FROM password_resets WHERE user_id = $1', [userId]);
 }
 
+/** One reset link dies (its mail never went out). */
+export async function deletePasswordReset(q: Queryable, tokenHash: string): Promise<void> {
+  await q.query('DELETE FROM password_resets WHERE token_hash = $1', [tokenHash]);
+}
+
 /** The user a reset token hash belongs to while it is unused and unexpired, or null (it is not used up). */
 export async function findValidReset(q: Queryable, tokenHash: string): Promise<number | null> {
   const r = await q.query<{ user_id: number }>(

@@ -8,7 +8,7 @@ import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { assertPasswordAllowed } from './password-policy.ts';
 import {
-  consumePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword, lockUserRow,
+  consumePasswordReset, deletePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword, lockUserRow,
 } from './password-queries.ts';
 import { hashPassword } from './passwords.ts';
 import { refuseWhileLocked } from './login-errors.ts';
@@ -75,6 +75,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       });
       return;
     }
+    let failed: unknown; // the first mail the server did not take; the other accounts still get theirs
     for (const user of users) {
       const token = randomBytes(32).toString('base64url');
       const made = await db.transaction(async (tx) => {
@@ -90,9 +91,30 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
       // or the user was deactivated or lost their address since they were found
       if (!made) continue;
       const link = `${publicUrl}/reset-password?token=${token}`;
-      // the address as it is now, read under the user's row lock with the link
-      await mailer.send({ to: made.email, ...resetMessage(user, link, config.PASSWORD_RESET_TTL) });
+      try {
+        // the address as it is now, read under the user's row lock with the link
+        await mailer.send({ to: made.email, ...resetMessage(user, link, config.PASSWORD_RESET_TTL) });
+      } catch (err) {
+        failed ??= err;
+        await withdrawResetLink(user, token, ctx);
+      }
     }
+    if (failed) throw failed;
+  }
+
+  /**
+   * A link whose mail the server did not take is taken back: its row would count as a link
+   * sent (a request within PASSWORD_RESET_INTERVAL is refused as `recently_sent`), so the
+   * user, who got nothing, could not ask again. Audited as a failed request (`mail_failed`).
+   */
+  async function withdrawResetLink(user: { id: number; username: string }, token: string, ctx: PasswordContext): Promise<void> {
+    await db.transaction(async (tx) => {
+      await deletePasswordReset(tx, hashResetToken(token));
+      await writeAudit(tx, {
+        action: 'user.password_reset_request', outcome: 'failure', userId: user.id, username: user.username,
+        ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, reason: 'mail_failed' },
+      });
+    });
   }
 
   return {
@@ -184,7 +206,8 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         // the user's row first, as every other writer of the user's password and links does:
         // two links used at once then wait in turn (the second finds its link gone) instead of
         // each holding its link and waiting for the other's user row (a deadlock)
-        await lockUserRow(tx, user.id);
+        // and deactivated meanwhile: refused as before the hash (its links die with the deactivation)
+        if (!(await lockUserRow(tx, user.id))?.active) throw invalidResetToken();
         if ((await consumePasswordReset(tx, tokenHash)) !== user.id) throw invalidResetToken();
         await storePassword(tx, user.id, hash, false);
         await clearLoginAttempts(tx, user.username);

@@ -64,6 +64,16 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     }, keepSid);
 
   /**
+   * A deactivation: signed out everywhere, and every reset link mailed before it dies. A link
+   * is refused while the user is inactive, but one used after an administrator activates them
+   * again would set the password from a mailbox the deactivation may have been about.
+   */
+  const deactivated = async (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) => {
+    await deletePasswordResets(tx, user.id);
+    await signOutByAdministrator(tx, user, actor, 'deactivated');
+  };
+
+  /**
    * The rule every path that demotes or deactivates keeps (API, panel, command line): after the
    * change, in its transaction (the active administrators' rows locked first: lockActiveAdmins),
    * at least one active administrator is left.
@@ -107,7 +117,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     });
     // a link mailed to the address being replaced must not reset the password afterwards
     if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
-    if (changed.active === false) await signOutByAdministrator(tx, user, actor, 'deactivated');
+    if (changed.active === false) await deactivated(tx, user, actor);
     return changed;
   }
 
@@ -201,7 +211,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
           action: active ? 'user.activate' : 'user.deactivate', outcome: 'success', userId: user.id, username,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, details: actorDetails(actor),
         });
-        if (!active) await signOutByAdministrator(tx, user, actor, 'deactivated');
+        if (!active) await deactivated(tx, user, actor);
         return record;
       });
     },
