@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
-import { allowSeedCommit, clientStates, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
+import { allowSeedCommit, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {
@@ -43,6 +43,8 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     if (control) {
       throw new SeedError(file.name, `"${control}": a seed run is one transaction of its own; remove BEGIN/COMMIT/ROLLBACK from the file`);
     }
+    const off = triggerSwitch(file.sql);
+    if (off) throw new SeedError(file.name, `"${off}": ${TRIGGERS_STAY_ON}`);
   }
   return db.transaction(async (tx) => {
     // A COMMIT the scan missed fails (see guardSeedCommit); a ROLLBACK cannot be made to fail,
@@ -52,6 +54,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     const run = await transactionId(tx);
     const before = await clientStates(tx);
     const session = await sessionSettings(tx);
+    const table = await clientsTable(tx);
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
       try {
@@ -63,6 +66,9 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
         throw new SeedTransactionEndedError(file.name, 'the file ended the run\'s transaction (ROLLBACK or similar): what came before it was undone, '
           + 'but statements after it in this file may have been applied on their own; check the clients table, and remove BEGIN/COMMIT/ROLLBACK from the file');
       }
+      // the scan's backstop: triggers left off (a trigger's off switch the scan did not read)
+      const off = await clientTriggersOff(tx, table);
+      if (off.length > 0) throw new SeedError(file.name, `${off.join(', ')} after the file: ${TRIGGERS_STAY_ON}`);
     }
     // what a file SET for its session ends with the run (the service's own session on the embedded database)
     await restoreSessionSettings(tx, session);
@@ -86,6 +92,23 @@ export function describeDatabaseError(err: unknown, sql: string): string {
   const position = Number(e.position);
   if (Number.isInteger(position) && position > 0) text += ` at line ${sql.slice(0, position - 1).split('\n').length}`;
   return text;
+}
+
+const TRIGGERS_STAY_ON = 'the clients table\'s triggers check, audit and announce every change a seed makes, and may not be switched off; '
+  + 'remove the lines that switch them off (pg_dump --disable-triggers writes them: dump without it). Nothing was applied';
+
+/**
+ * The first statement that would keep the clients table's triggers from firing: ALTER TABLE
+ * ... DISABLE TRIGGER (pg_dump's --disable-triggers wraps its rows in it), or setting
+ * session_replication_role (pg_restore's way). Read as transactionControl reads a file: the
+ * friendly refusal before anything runs; applySeeds checks the triggers after each file too.
+ */
+export function triggerSwitch(sql: string): string | null {
+  for (const statement of codeOf(sql).split(';')) {
+    if (/\bdisable\s+trigger\b|\bsession_replication_role\b/i.test(statement)) return statement.trim().replace(/\s+/g, ' ').slice(0, 80);
+  }
+  // the setting's name in a string too: set_config('session_replication_role', 'replica', false)
+  return /\bsession_replication_role\b/i.test(sql) ? 'session_replication_role' : null;
 }
 
 /**

@@ -104,3 +104,29 @@ export async function restoreSessionSettings(q: Queryable, before: SessionSettin
   }
   return restored;
 }
+
+/**
+ * What keeps the clients table's triggers from firing now: a trigger of the table switched
+ * off (ALTER TABLE ... DISABLE TRIGGER), or the session's replication role (`replica` fires
+ * only triggers enabled ALWAYS or REPLICA, `local` likewise). Empty when every one fires.
+ */
+export async function clientTriggersOff(q: Queryable, table: ClientsTable): Promise<string[]> {
+  const r = await q.query<{ what: string }>(
+    `SELECT 'trigger ' || tgname AS what FROM pg_catalog.pg_trigger
+      WHERE tgrelid = $1::oid AND NOT tgisinternal AND tgenabled NOT IN ('O', 'A')
+     UNION ALL
+     SELECT 'session_replication_role = ' || pg_catalog.current_setting('session_replication_role')
+      WHERE pg_catalog.current_setting('session_replication_role') <> 'origin'`,
+    [table.oid],
+  );
+  return r.rows.map((row) => row.what);
+}
+
+/** The clients table, found before any file runs: a file may empty the search_path (a dump's header does). */
+export interface ClientsTable {
+  oid: string;
+}
+
+export async function clientsTable(q: Queryable): Promise<ClientsTable> {
+  return { oid: (await q.query<{ oid: string }>("SELECT 'clients'::regclass::oid::text AS oid")).rows[0].oid };
+}

@@ -1,0 +1,132 @@
+import { copyFile, mkdtemp, readdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateClientSecret, hashClientSecret } from '../../src/clients/credentials.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { findSchemaProblems } from '../../src/db/schema-check.ts';
+import { triggerSwitch } from '../../src/seeds/apply.ts';
+import { auditOf } from '../admin/support.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { projectWith, seed } from './support.ts';
+
+const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+const triggersOn = async (app: TestApp) => (await app.db.query<{ tgname: string; tgenabled: string }>(
+  "SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'clients'::regclass AND NOT tgisinternal ORDER BY tgname")).rows;
+
+const exists = async (app: TestApp, id: string) => (await app.db.query('SELECT 1 FROM clients WHERE client_id = $1', [id])).rowCount === 1;
+
+describe('a seed file may not switch the clients table\'s triggers off', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  const row = (id: string) => `INSERT INTO public.clients (client_id, client_name, callback_url, allowed_ips, active, secret_hash)
+  VALUES ('${id}', 'Dumped', 'https://dumped.example/cb', '{127.0.0.1}', true, '${hashClientSecret(generateClientSecret())}');`;
+
+  it('refuses a pg_dump --disable-triggers file before anything runs: no client without its client.create', async () => {
+    const dump = `SELECT pg_catalog.set_config('search_path', '', false);
+ALTER TABLE public.clients DISABLE TRIGGER ALL;
+${row('dumped-notrig')}
+ALTER TABLE public.clients ENABLE TRIGGER ALL;
+`;
+    const run = await seed(app, await projectWith({ 'dump.sql': dump }), ['dump.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('dump.sql: "ALTER TABLE public.clients DISABLE TRIGGER ALL": the clients table\'s triggers check, audit and announce every change');
+    expect(run.stderr).toContain('Nothing was applied');
+    expect(await exists(app, 'dumped-notrig')).toBe(false);
+    expect((await auditOf(app, 'client.create')).filter((a) => a.client_id === 'dumped-notrig')).toStrictEqual([]);
+  });
+
+  it('refuses session_replication_role, as a statement or through set_config', async () => {
+    for (const [name, sql] of [
+      ['set.sql', `SET session_replication_role = replica;\n${row('replica-a')}`],
+      ['config.sql', `SELECT set_config('session_replication_role', 'replica', false);\n${row('replica-b')}\nSELECT set_config('session_replication_role', 'origin', false);`],
+    ]) {
+      const run = await seed(app, await projectWith({ [name]: sql }), [name]);
+      expect([run.code, run.stderr], name).toStrictEqual([1, expect.stringContaining('session_replication_role')]);
+    }
+    expect(await exists(app, 'replica-a')).toBe(false);
+    expect(await exists(app, 'replica-b')).toBe(false);
+  });
+
+  it('refuses, after the file, a trigger left off in a way the scan cannot read, and leaves every trigger on', async () => {
+    const sneaky = `DO $$ BEGIN EXECUTE 'ALTER TABLE clients ' || 'DISABLE' || ' TRIGGER clients_after_write'; END $$;\n${row('sneaky')}`;
+    expect(triggerSwitch(sneaky), 'not read by the scan').toBeNull();
+    const run = await seed(app, await projectWith({ 'off.sql': sneaky }), ['off.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('off.sql: trigger clients_after_write after the file');
+    expect(await exists(app, 'sneaky')).toBe(false);
+    expect((await triggersOn(app)).every((t) => t.tgenabled === 'O'), 'nothing of the run stays, the trigger\'s switch included').toBe(true);
+    expect(await findSchemaProblems(app.db)).toStrictEqual([]);
+  });
+
+  it('reads the switch only in code: a comment or a string naming DISABLE TRIGGER is not refused', () => {
+    expect(triggerSwitch("-- ALTER TABLE clients DISABLE TRIGGER ALL\nINSERT INTO t VALUES ('disable trigger');")).toBeNull();
+  });
+});
+
+describe('the previous secret\'s hash, whoever writes it', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  it('refuses the secret itself in previous_secret_hash, without repeating it; takes a hash in capitals as the hash', async () => {
+    const oldSecret = generateClientSecret();
+    const insert = (id: string, previous: string) => `INSERT INTO clients (client_id, client_name, callback_url, allowed_ips, secret_hash, previous_secret_hash, previous_secret_expires_at)
+VALUES ('${id}', 'Prev', 'https://prev.example/cb', '{127.0.0.1}', '${hashClientSecret(generateClientSecret())}', '${previous}', now() + interval '1 day');`;
+    const run = await seed(app, await projectWith({ 'a.sql': insert('prevplain', oldSecret) }), ['a.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('previous_secret_hash of client prevplain is not the hex SHA-256 of a secret');
+    expect(run.stderr, 'the refusal does not print the secret').not.toContain(oldSecret);
+    expect(await exists(app, 'prevplain')).toBe(false);
+
+    const upper = hashClientSecret(oldSecret).toUpperCase();
+    const ok = await seed(app, await projectWith({ 'b.sql': insert('prevupper', upper) }), ['b.sql']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const stored = await app.db.query<{ previous_secret_hash: string }>("SELECT previous_secret_hash FROM clients WHERE client_id = 'prevupper'");
+    expect(stored.rows[0].previous_secret_hash).toBe(hashClientSecret(oldSecret));
+
+    // psql as well as a seed
+    await expect(app.db.query("UPDATE clients SET previous_secret_hash = 'not a hash' WHERE client_id = 'prevupper'")).rejects.toThrow(/previous_secret_hash of client prevupper/);
+  });
+});
+
+describe('migration 0018_client_previous_secret_check', () => {
+  it('clears (audited) a previous secret stored as anything but its hash, and lower-cases a hash in capitals', async () => {
+    const t = await createTestDatabase();
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'auth-prev-mig-'));
+    try {
+      const files = (await readdir(MIGRATIONS)).filter((f) => f.endsWith('.sql')).sort();
+      for (const f of files.filter((f) => f < '0018')) await copyFile(path.join(MIGRATIONS, f), path.join(dir, f));
+      await migrate(t.db, dir);
+      const hash = hashClientSecret('kept');
+      await t.db.query(`INSERT INTO clients (client_id, client_name, callback_url, allowed_ips, secret_hash, previous_secret_hash, previous_secret_expires_at) VALUES
+        ('plain', 'Plain', 'https://a.example/cb', '{}', $1, 'the-old-secret-itself', now() + interval '1 day'),
+        ('upper', 'Upper', 'https://b.example/cb', '{}', $1, $2, now() + interval '1 day'),
+        ('fine', 'Fine', 'https://c.example/cb', '{}', $1, $3, now() + interval '1 day')`, [hash, hash.toUpperCase(), hash]);
+      for (const f of files.filter((f) => f >= '0018')) await copyFile(path.join(MIGRATIONS, f), path.join(dir, f));
+      await migrate(t.db, dir);
+      const rows = (await t.db.query<{ client_id: string; previous_secret_hash: string | null; kept: boolean }>(
+        'SELECT client_id, previous_secret_hash, previous_secret_expires_at IS NOT NULL AS kept FROM clients ORDER BY client_id')).rows;
+      expect(rows).toStrictEqual([
+        { client_id: 'fine', previous_secret_hash: hash, kept: true },
+        { client_id: 'plain', previous_secret_hash: null, kept: false },
+        { client_id: 'upper', previous_secret_hash: hash, kept: true },
+      ]);
+      const audit = (await t.db.query<{ client_id: string; details: any }>("SELECT client_id, details FROM audit_log WHERE action = 'client.update' ORDER BY id")).rows
+        .map((r) => ({ client_id: r.client_id, details: typeof r.details === 'string' ? JSON.parse(r.details) : r.details }));
+      expect(audit.map((a) => [a.client_id, a.details.via, a.details.changed?.previous_secret])).toContainEqual(['plain', 'migration', 'cleared']);
+      expect(JSON.stringify(audit)).not.toContain('the-old-secret-itself');
+    } finally {
+      await t.drop();
+    }
+  });
+});
