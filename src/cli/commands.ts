@@ -250,7 +250,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
     case 'prune': {
       const report = await pruneNow(services.deps, { dryRun: args.options['dry-run'] === true, actor: ACTOR });
       return {
-        json: { dry_run: report.dryRun, tables: report.counts, kept_forever: report.keptForever, left_to_other_instance: report.leftToOthers },
+        json: { dry_run: report.dryRun, tables: report.counts, kept_forever: report.keptForever, left_to_other_instance: report.leftToOthers, not_permitted: report.notPermitted },
         text: pruneText(report),
       };
     }
@@ -264,7 +264,8 @@ function pruneText(report: PruneReport): string {
   const lines = [report.dryRun ? 'Dry run: nothing deleted. A pass now would delete:' : 'Deleted:'];
   for (const [table, n] of Object.entries(report.counts) as Array<[keyof PruneReport['counts'], number]>) {
     const note = report.keptForever.includes(table) ? '  (retention 0: kept forever)'
-      : report.leftToOthers.includes(table) ? '  (another instance was pruning it: left to that one)' : '';
+      : report.leftToOthers.includes(table) ? '  (another instance was pruning it: left to that one)'
+      : report.notPermitted.includes(table) ? '  (the database user may not delete here: kept)' : '';
     lines.push(`  ${table.padEnd(20)}${String(n).padStart(10)}${note}`);
   }
   return lines.join('\n');

@@ -8,6 +8,9 @@ import {
   type TableCounts, tryPruneLock,
 } from './queries.ts';
 
+/** SQLSTATE of a statement the database user has no right to (permission denied). */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
 /** Rows per batch: each batch is one short transaction. */
 export const PRUNE_BATCH_SIZE = 1000;
 
@@ -76,6 +79,11 @@ export interface PruneReport {
   keptForever: PrunedTable[];
   /** Tables another instance was pruning at the same moment: this pass left them to it. */
   leftToOthers: PrunedTable[];
+  /**
+   * Tables the database user may not delete from (an append-only audit log: UPDATE and
+   * DELETE revoked, which the service otherwise supports): kept, and the pass goes on.
+   */
+  notPermitted: PrunedTable[];
 }
 
 export interface PruneOptions {
@@ -98,7 +106,7 @@ export interface PruneOptions {
 export async function prunePass(db: Db, config: PruneConfig, options: PruneOptions = {}): Promise<PruneReport> {
   const { dryRun = false, batchSize = PRUNE_BATCH_SIZE, signal, metrics } = options;
   const counts = Object.fromEntries(PRUNED_TABLES.map((t) => [t, 0])) as Record<PrunedTable, number>;
-  const report: PruneReport = { dryRun, counts, keptForever: [], leftToOthers: [] };
+  const report: PruneReport = { dryRun, counts, keptForever: [], leftToOthers: [], notPermitted: [] };
   const add = (c: TableCounts) => {
     for (const [table, n] of Object.entries(c) as Array<[PrunedTable, number]>) {
       counts[table] += n;
@@ -118,8 +126,16 @@ export async function prunePass(db: Db, config: PruneConfig, options: PruneOptio
     let after: Date | null = null;
     while (!signal?.aborted) {
       const started = performance.now();
-      const batch = await db.transaction(async (tx) =>
-        (await tryPruneLock(tx, PRUNE_LOCK_CLASS, index)) ? kind.batch(tx, ageSeconds, batchSize, after) : null);
+      let batch: BatchResult | null;
+      try {
+        batch = await db.transaction(async (tx) =>
+          (await tryPruneLock(tx, PRUNE_LOCK_CLASS, index)) ? kind.batch(tx, ageSeconds, batchSize, after) : null);
+      } catch (err) {
+        // one kind the user may not delete must not keep the others (sessions, counters) for ever
+        if ((err as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw err;
+        report.notPermitted.push(...kind.tables);
+        break;
+      }
       if (batch === null) {
         report.leftToOthers.push(...kind.tables);
         break;
@@ -146,6 +162,7 @@ export function startPruner(options: {
   metrics?: PruneOptions['metrics'];
 }): { stop(): Promise<void> } {
   const { db, config, logger, metrics } = options;
+  const warned = new Set<PrunedTable>();
   if (config.PRUNE_INTERVAL === 0) return { stop: async () => {} };
   const abort = new AbortController();
   let running: Promise<void> | null = null;
@@ -156,6 +173,12 @@ export function startPruner(options: {
       .then((report) => {
         const deleted = Object.fromEntries(Object.entries(report.counts).filter(([, n]) => n > 0));
         if (Object.keys(deleted).length > 0) logger.info({ deleted, ms: Date.now() - started }, 'pruned rows past retention');
+        // said once per process: every pass finds the same
+        const refused = report.notPermitted.filter((t) => !warned.has(t));
+        for (const t of refused) warned.add(t);
+        if (refused.length > 0) {
+          logger.warn({ tables: refused }, 'the database user may not delete from these tables: their rows are kept whatever the retention says (set the retention to 0 to keep them on purpose, or grant DELETE and UPDATE)');
+        }
       })
       .catch((err) => logger.warn({ err }, 'pruning failed; retrying next interval'))
       .finally(() => {

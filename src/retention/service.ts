@@ -12,7 +12,10 @@ export async function pruneNow(deps: Pick<Deps, 'db' | 'config' | 'metrics'>, op
     await writeAudit(deps.db, {
       action: 'retention.prune',
       outcome: 'success',
-      details: { via: options.actor.via, actor: options.actor.username ?? null, deleted: report.counts, kept_forever: report.keptForever },
+      details: {
+        via: options.actor.via, actor: options.actor.username ?? null, deleted: report.counts, kept_forever: report.keptForever,
+        ...(report.notPermitted.length > 0 ? { not_permitted: report.notPermitted } : {}),
+      },
     });
   }
   return report;

@@ -5,7 +5,7 @@ import { ClientChanged, type ClientRecord } from '../clients/client.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { createUserLookup } from '../users/queries.ts';
+import { createUserLookup, findUserById } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
@@ -228,7 +228,7 @@ export type SsoService = ReturnType<typeof createSsoService>;
  * The user an SSO token names, and the browser session it was issued in, for a client
  * system's logout call: the signature, issuer and audience must hold and the token must have
  * been issued by us to this very client; expiry is not checked (a client logs a user out
- * long after the token was consumed).
+ * long after the token was consumed), nor whether its row is still kept.
  */
 export async function tokenOwnerForLogout(
   q: Queryable,
@@ -240,5 +240,12 @@ export async function tokenOwnerForLogout(
   if (!verified.ok) return null;
   const claims = verified.claims;
   if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== clientId) return null;
-  return tokenOwner(q, claims.jti, clientId);
+  const owner = await tokenOwner(q, claims.jti, clientId);
+  if (owner) return owner;
+  // Its row is gone: pruned TOKEN_RETENTION after it was used or expired (a browser's with its
+  // session). The signature still proves we issued it to this client for this user, and a
+  // client keeps a user's token as long as they stay signed in there: the user it names, no
+  // session left to end. A user deleted since is no one to sign out.
+  const userId = typeof claims.user_id === 'string' && /^[1-9]\d{0,15}$/.test(claims.user_id) ? Number(claims.user_id) : null;
+  return userId !== null && (await findUserById(q, userId)) ? { userId, sessionId: null } : null;
 }

@@ -28,7 +28,7 @@ describe('pruning past retention', () => {
   it('removes exactly what is past retention and nothing else', async () => {
     const rows = await seed(app);
     const report = await prune();
-    expect(report).toStrictEqual({ dry_run: false, tables: SEEDED_COUNTS, kept_forever: [], left_to_other_instance: [] });
+    expect(report).toStrictEqual({ dry_run: false, tables: SEEDED_COUNTS, kept_forever: [], left_to_other_instance: [], not_permitted: [] });
     expect(await present(app.db, rows.gone)).toStrictEqual({ sso_tokens: [], audit_log: [], webhook_deliveries: [], login_attempts: [], sessions: [], revoked_access_tokens: [] });
     expect(await present(app.db, rows.kept)).toStrictEqual(sorted(rows.kept));
     expect(await attemptCount(app.db, rows.gone.webhook_deliveries), 'attempts go with their delivery').toBe(0);
@@ -50,7 +50,7 @@ describe('pruning past retention', () => {
     const rows = await seed(app);
     const audited = (await app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log WHERE action = 'retention.prune'")).rows[0].n;
     const dry = await prune(['--dry-run']);
-    expect(dry).toStrictEqual({ dry_run: true, tables: SEEDED_COUNTS, kept_forever: [], left_to_other_instance: [] });
+    expect(dry).toStrictEqual({ dry_run: true, tables: SEEDED_COUNTS, kept_forever: [], left_to_other_instance: [], not_permitted: [] });
     expect(await present(app.db, rows.gone)).toStrictEqual(sorted(rows.gone));
     expect(await present(app.db, rows.kept)).toStrictEqual(sorted(rows.kept));
     expect(await attemptCount(app.db, rows.gone.webhook_deliveries)).toBe(6);
