@@ -143,6 +143,12 @@ export class SsoError extends Error {
   }
 }
 
+/** The longest token the service reads (its validation schema's bound). */
+const MAX_TOKEN_LENGTH = 8192;
+
+/** A compact JWS: three base64url parts, as every token the service issues. */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
 /** How `handleCallback` checks a callback. */
 export interface CallbackOptions {
   /**
@@ -268,6 +274,11 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
       return { ok: false, reason: 'state_mismatch', message: 'The callback does not carry the state this sign-in started with' };
     }
     if (token === undefined) return { ok: false, reason: 'missing_token', message: 'The callback carries no token' };
+    // what the service refuses as bad input before it reads a token (400 validation_error, a
+    // throw) is a link someone made up: a refusal like any other forged token
+    if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
+      return { ok: false, reason: 'invalid_token', message: 'The callback does not carry a token this service issued' };
+    }
     try {
       const validated = await client.validateToken(token, { ipAddress: o.ipAddress });
       return { ok: true, user: validated.user, expiresAt: validated.expires_at, ...(state !== undefined ? { state } : {}) };

@@ -80,6 +80,15 @@ describe('SDK browser flow: the sign-in URL and the callback', () => {
     expect(await sso.handleCallback(callback)).toMatchObject({ ok: true, user: { id: user.id } });
   });
 
+  it('answers a made-up callback token as a refusal, never a throw: too long, not a token, a NUL character', async () => {
+    const client = await makeClient(app);
+    const sso = createSsoClient({ baseUrl: base, clientId: client.client_id, clientSecret: client.client_secret });
+    for (const callback of [`/cb?token=${'a'.repeat(9000)}`, '/cb?token=abc%00def', `/cb?token=${'a.b.'.repeat(3000)}c`, '/cb?token=not a token']) {
+      const result = await sso.handleCallback(callback).catch((e: SsoError) => ({ thrown: `${e.status} ${e.code}` }));
+      expect(result, callback.slice(0, 40)).toStrictEqual({ ok: false, reason: 'invalid_token', message: 'The callback does not carry a token this service issued' });
+    }
+  });
+
   it('refuses a callback when the expected state is given but empty, without using its token', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
