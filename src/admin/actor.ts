@@ -10,10 +10,13 @@ export function actorOf(req: Request, res: Response, via: 'admin_api' | 'admin_p
   return { userId: user.id, username: user.username, ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via };
 }
 
+/** An id in a path: a positive integer (no 0, no leading zeros) of at most nine digits. */
+export const POSITIVE_ID = /^[1-9]\d{0,8}$/;
+
 /** The numeric `:id` route parameter; anything else is 400 invalid_id. */
 export function idParam(req: Request): number {
   const raw = String(req.params.id);
-  if (!/^\d{1,9}$/.test(raw)) throw new AppError(400, 'invalid_id', 'The id must be a positive integer');
+  if (!POSITIVE_ID.test(raw)) throw new AppError(400, 'invalid_id', 'The id must be a positive integer');
   return Number(raw);
 }
 

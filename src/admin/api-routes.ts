@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
-import { actorOf, clientIdParam } from './actor.ts';
+import { actorOf, clientIdParam, POSITIVE_ID } from './actor.ts';
 import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
 
 const isoOrNull = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
@@ -26,7 +26,7 @@ const adminUser = {
   locked_until: null, totp_enabled: false, must_change_password: false, created_at: '2026-01-31T12:00:00.000Z',
 };
 /** `:id` of a user: a positive integer; anything else is 400 invalid_id before the body is looked at. */
-const userId = z.object({ id: z.string().regex(/^\d{1,9}$/).transform(Number) });
+const userId = z.object({ id: z.string().regex(POSITIVE_ID).transform(Number) });
 const api = (req: Request, res: Response) => actorOf(req, res, 'admin_api');
 const admin = { tag: 'Administration', access: 'admin', limit: 'user' } as const;
 

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { actorOf } from '../admin/actor.ts';
+import { actorOf, POSITIVE_ID } from '../admin/actor.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
 import { listDeliveriesQuery, registerWebhookSchema, updateWebhookSchema } from './schemas.ts';
 
 /** `:id` of a webhook: a positive integer; anything else is 400 invalid_id before the body is looked at. */
-const webhookId = z.object({ id: z.string().regex(/^\d{1,9}$/).transform(Number) });
+const webhookId = z.object({ id: z.string().regex(POSITIVE_ID).transform(Number) });
 const redeliveryId = webhookId.extend({ delivery: z.string() });
 
 const badId = err('Malformed id', { error: 'invalid_id', message: 'The id must be a positive integer' });

@@ -167,6 +167,7 @@ describe('admin API: users', () => {
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'Tab\there' }, admin.as), 'invalid_full_name');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { active: 'no' }, admin.as), 'validation_error');
     await bad(app.http.get('/api/admin/users/abc', admin.as), 'invalid_id');
+    await bad(app.http.get('/api/admin/users/0', admin.as), 'invalid_id');
     await bad(app.http.get('/api/admin/users?limit=0', admin.as), 'validation_error');
     await bad(app.http.get('/api/admin/users?q=%00', admin.as), 'validation_error');
     await bad(app.http.patch(`/api/admin/users/${user.id}`, { full_name: 'a\u0000b' }, admin.as), 'validation_error');

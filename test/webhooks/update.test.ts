@@ -191,7 +191,7 @@ describe('changing a webhook', () => {
       { method: 'GET', path: `/api/webhooks/${id}/deliveries` },
       { method: 'POST', path: `/api/webhooks/${id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, body: {} },
     ];
-    for (const id of ['abc', '-1', '1.5', '12345678901', '0x10']) {
+    for (const id of ['abc', '-1', '1.5', '12345678901', '0x10', '0', '007']) {
       for (const route of routes(id)) {
         const r = await app.http.send(route.path, { method: route.method, body: route.body, headers: { ...headers, 'content-type': 'application/json' } });
         expect(r.status, `${route.method} ${route.path}`).toBe(400);
