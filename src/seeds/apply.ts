@@ -1,6 +1,8 @@
 import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
-import { allowSeedCommit, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
+import { checkCallbackUrl } from '../clients/service.ts';
+import { AppError } from '../http/errors.ts';
+import { allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {
@@ -37,7 +39,7 @@ export class SeedTransactionEndedError extends SeedError {}
  * announces each change itself (migrations/0002_clients_as_sql.sql); here each file is named
  * as the actor, so the audit log says which file made a change.
  */
-export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { user?: string } = {}): Promise<SeedResult> {
+export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { user?: string } = {}, options: { production?: boolean } = {}): Promise<SeedResult> {
   for (const file of files) {
     const control = transactionControl(file.sql);
     if (control) {
@@ -53,6 +55,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     await lockSeedRuns(tx);
     const run = await transactionId(tx);
     const before = await clientStates(tx);
+    const callbacksBefore = await clientCallbacks(tx);
     const session = await sessionSettings(tx);
     const table = await clientsTable(tx);
     for (const file of files) {
@@ -74,6 +77,19 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     await restoreSessionSettings(tx, session);
     await allowSeedCommit(tx);
     const after = await clientStates(tx);
+    // in production a callback set by the run is held to the API's rule: https, but on loopback
+    // (the token travels in its query string); one written earlier is left alone
+    if (options.production) {
+      for (const [id, callback] of await clientCallbacks(tx)) {
+        if (callbacksBefore.get(id) === callback) continue;
+        try {
+          checkCallbackUrl(callback, { production: true });
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          throw new SeedError(files.map((f) => f.name).join(', '), `callback_url of client ${id}: ${err.message}`);
+        }
+      }
+    }
     const created = [...after.keys()].filter((id) => !before.has(id));
     const updated = [...after.keys()].filter((id) => before.has(id) && before.get(id) !== after.get(id));
     const deleted = [...before.keys()].filter((id) => !after.has(id));
@@ -95,7 +111,7 @@ export function describeDatabaseError(err: unknown, sql: string): string {
 }
 
 const TRIGGERS_STAY_ON = 'the clients table\'s triggers check, audit and announce every change a seed makes, and may not be switched off; '
-  + 'remove the lines that switch them off (pg_dump --disable-triggers writes them: dump without it). Nothing was applied';
+  + 'remove the lines that switch them off (pg_dump --disable-triggers writes them: dump without it)';
 
 /**
  * The first statement that would keep the clients table's triggers from firing: ALTER TABLE

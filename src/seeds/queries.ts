@@ -1,5 +1,11 @@
 import type { Queryable } from '../db/db.ts';
 
+/** Each client's callback URL, by client id. */
+export async function clientCallbacks(q: Queryable): Promise<Map<string, string>> {
+  const r = await q.query<{ client_id: string; callback_url: string }>('SELECT client_id, callback_url FROM clients');
+  return new Map(r.rows.map((row) => [row.client_id, row.callback_url]));
+}
+
 /** Each client's id and a digest of its documented columns, to tell what a seed run changed. */
 export async function clientStates(q: Queryable): Promise<Map<string, string>> {
   const r = await q.query<{ client_id: string; state: string }>(

@@ -46,7 +46,7 @@ export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Pro
     const db = io.db ?? (await openDatabase(config, { serve: false }));
     try {
       await migrate(db);
-      const result = await applySeeds(db, files, { user: safeUsername() });
+      const result = await applySeeds(db, files, { user: safeUsername() }, { production: config.NODE_ENV === 'production' });
       io.stdout(json ? `${JSON.stringify(result, null, 2)}\n` : `${summary(result)}\n`);
       return 0;
     } finally {

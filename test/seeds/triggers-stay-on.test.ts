@@ -130,3 +130,33 @@ describe('migration 0018_client_previous_secret_check', () => {
     }
   });
 });
+
+describe('a seed in production', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  const PRODUCTION = { NODE_ENV: 'production', BCRYPT_COST: '10' };
+  const upsert = (id: string, callback: string, name = 'Shop') => `INSERT INTO clients (client_id, client_name, callback_url, allowed_ips, secret_hash)
+VALUES ('${id}', '${name}', '${callback}', '{127.0.0.1}', '${hashClientSecret('s')}')
+ON CONFLICT (client_id) DO UPDATE SET client_name = EXCLUDED.client_name, callback_url = EXCLUDED.callback_url;`;
+
+  it('refuses a plain-http callback it sets, as the API does (the token travels in its query string), but not on loopback', async () => {
+    const refused = await seed(app, await projectWith({ 'a.sql': upsert('plainhttp', 'http://shop.example/cb') }), ['a.sql'], PRODUCTION);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('callback_url of client plainhttp: callback_url must use https');
+    expect(await exists(app, 'plainhttp')).toBe(false);
+    const loopback = await seed(app, await projectWith({ 'b.sql': upsert('loopback', 'http://127.0.0.1:8080/cb') }), ['b.sql'], PRODUCTION);
+    expect(loopback.code, loopback.stderr).toBe(0);
+    const development = await seed(app, await projectWith({ 'c.sql': upsert('devhttp', 'http://shop.example/cb') }), ['c.sql']);
+    expect(development.code, 'outside production http is fine').toBe(0);
+  });
+
+  it('leaves alone a callback written before: renaming such a client is not refused', async () => {
+    expect((await seed(app, await projectWith({ 'd.sql': upsert('earlierhttp', 'http://shop.example/cb') }), ['d.sql'])).code).toBe(0);
+    const renamed = await seed(app, await projectWith({ 'e.sql': upsert('earlierhttp', 'http://shop.example/cb', 'Shop renamed') }), ['e.sql'], PRODUCTION);
+    expect(renamed.code, renamed.stderr).toBe(0);
+  });
+});
