@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { hiddenField } from '../pages/form-session.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
 import { dashboardUser, flashOf } from './support.ts';
 
 /**
@@ -42,5 +42,18 @@ describe('the signed-in pages\' forms under the per-user limit', () => {
     for (let i = 0; i < 8; i++) targets.push(String((await u.session.post('/dashboard/sign-in', { _csrf: csrf, client_id: client.client_id })).headers.location));
     expect(targets.map((t) => (t.startsWith(client.callback_url.split('?')[0]) ? 'token' : t)), 'six tokens, then back to the dashboard')
       .toStrictEqual([...Array(6).fill('token'), '/dashboard', '/dashboard']);
+  });
+
+  it('so does /sso/login visited while signed in, which issues the same token at once; the form itself is not limited', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const u = await dashboardUser(app, user.username, user.password);
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await u.session.get(`/sso/login?client_id=${client.client_id}`)).status);
+    expect(statuses, 'six tokens, then 429').toStrictEqual([...Array(6).fill(303), 429, 429]);
+    const tokens = await app.db.query('SELECT 1 FROM sso_tokens WHERE user_id = $1', [user.id]);
+    expect(tokens.rowCount).toBe(6);
+    const anonymous = formSession(app.app);
+    for (let i = 0; i < 8; i++) expect((await anonymous.get(`/sso/login?client_id=${client.client_id}`)).status, 'the sign-in form').toBe(200);
   });
 });
