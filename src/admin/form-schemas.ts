@@ -15,6 +15,11 @@ export const clientForm = z.object({
   /** A path under /assets or a data: image; blank for none. */
   logo_url: text(15000).default(''),
   submission,
+  // the values the edit page showed (editedFields, src/admin/panel-common.ts)
+  was_client_name: text(200).optional(),
+  was_callback_url: text(2048).optional(),
+  was_allowed_ips: text(8000).optional(),
+  was_logo_url: text(15000).optional(),
 });
 
 /** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */
@@ -54,6 +59,10 @@ export const userEditForm = z.object({
   email: text(254).trim().min(1, 'enter an email address'),
   full_name: text(200).trim().default(''),
   role: text(32).trim().min(1, 'choose a role'),
+  // the values the page showed (editedFields, src/admin/panel-common.ts)
+  was_email: text(254).optional(),
+  was_full_name: text(200).optional(),
+  was_role: text(32).optional(),
 });
 
 /** Register a webhook in the panel: events arrive as one field per ticked checkbox. */

@@ -7,12 +7,25 @@ import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
 import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
 import { newSubmissionKey, oncePerSubmission } from './once.ts';
-import { checked, refusedForm, renderAdmin, splitList } from './panel-common.ts';
+import { checked, editedFields, refusedForm, renderAdmin, splitList } from './panel-common.ts';
 
 type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
 
 function formValuesOf(c: ClientRecord): ClientFormValues {
   return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
+}
+
+/** What the edit page shows as saved, sent back with the form (`was_<field>`, editedFields). */
+function shownValuesOf(c: ClientRecord): Record<(typeof CLIENT_FIELDS)[number], string> {
+  return { ...formValuesOf(c), logo_url: c.logo_url ?? '' };
+}
+
+/** The fields of the edit form, each saved only when the administrator changed it (editedFields). */
+const CLIENT_FIELDS = ['client_name', 'callback_url', 'allowed_ips', 'logo_url'] as const;
+
+/** Two values of a field as the service stores them: an allow list by its entries, the rest trimmed. */
+function sameClientValue(field: (typeof CLIENT_FIELDS)[number], a: string, b: string): boolean {
+  return field === 'allowed_ips' ? splitList(a).join(' ') === splitList(b).join(' ') : a.trim() === b.trim();
 }
 
 function previousUntilOf(c: ClientRecord): string | null {
@@ -45,7 +58,7 @@ export function clientPanel(deps: { clients: ClientService }) {
   };
 
   const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown) => {
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, previousUntil: previousUntilOf(client) },
+    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, shown: shownValuesOf(client), previousUntil: previousUntilOf(client) },
       refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -58,7 +71,7 @@ export function clientPanel(deps: { clients: ClientService }) {
    */
   const renderRevealed = (req: Request, res: Response, client: ClientRecord, revealed: { secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null }) => {
     renderAdmin(req, res, 'client', {
-      section: 'clients', client: toPublicClient(client), form: formValuesOf(client), previousUntil: previousUntilOf(client),
+      section: 'clients', client: toPublicClient(client), form: formValuesOf(client), shown: shownValuesOf(client), previousUntil: previousUntilOf(client),
       revealed, shownAt: `/admin/clients/${encodeURIComponent(client.client_id)}`,
     });
   };
@@ -85,12 +98,14 @@ export function clientPanel(deps: { clients: ClientService }) {
   const update: RequestHandler = async (req, res) => {
     const client = await clientOr404(req);
     const form = input(res, clientForm);
+    const typed = { client_name: form.client_name, callback_url: form.callback_url, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
+    const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, shownValuesOf(client), sameClientValue));
     await clients.updateClient(client.client_id, {
-      clientName: form.client_name,
-      callbackUrl: form.callback_url,
-      allowedIps: splitList(form.allowed_ips),
+      clientName: edited.has('client_name') ? form.client_name : undefined,
+      callbackUrl: edited.has('callback_url') ? form.callback_url : undefined,
+      allowedIps: edited.has('allowed_ips') ? splitList(form.allowed_ips) : undefined,
       allowEverything: checked(form.allow_everything),
-      logoUrl: form.logo_url,
+      logoUrl: edited.has('logo_url') ? form.logo_url : undefined,
     }, actorOf(req, res, 'admin_panel'));
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
     res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);

@@ -7,11 +7,14 @@ import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
-import { checked, refusedForm, renderAdmin } from './panel-common.ts';
+import { checked, editedFields, refusedForm, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';
 
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
 export const PANEL_ROLES = ['user', 'admin'];
+
+/** The profile form's fields, each saved only when the administrator changed it (editedFields). */
+const PROFILE_FIELDS = ['email', 'full_name', 'role'] as const;
 
 /** The panel's user pages: list and search (with links awaiting approval), create, detail (edit, activate, unlock, reset 2FA, links). */
 export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
@@ -63,7 +66,11 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
 
   const update: RequestHandler = async (req, res) => {
     const id = idParam(req);
-    const changed = await userAdmin.editProfile(id, input(res, userEditForm), actorOf(req, res, 'admin_panel'));
+    const form = input(res, userEditForm);
+    const now = await userAdmin.get(id);
+    const typed = { email: form.email, full_name: form.full_name, role: form.role };
+    const edited = editedFields(PROFILE_FIELDS, typed, form, { email: now.email, full_name: now.full_name ?? '', role: now.role });
+    const changed = edited.length === 0 ? [] : await userAdmin.editProfile(id, Object.fromEntries(edited.map((f) => [f, typed[f]])), actorOf(req, res, 'admin_panel'));
     flashNext(req, changed.length > 0
       ? { type: 'success', text: 'The profile was saved.' }
       : { type: 'info', text: 'Nothing changed: the profile already had these values.' });

@@ -95,7 +95,7 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
      * The panel's profile form: sets email, full name and role. Answers the names of the
      * fields that really changed (none: nothing was written, UserService.updateProfile).
      */
-    async editProfile(id: number, profile: { email: string; full_name: string; role: string }, actor: Actor): Promise<string[]> {
+    async editProfile(id: number, profile: { email?: string; full_name?: string; role?: string }, actor: Actor): Promise<string[]> {
       return Object.keys(await users.updateProfile(id, profile, actor));
     },
 

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
+
+async function panel(app: TestApp, user: { username: string; password: string }) {
+  const s = formSession(app.app);
+  const page = await s.get('/login');
+  await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
+  return s;
+}
+
+/** The form of a page as the browser sends it back: every hidden and visible field it carries, with `changes`. */
+function formOf(page: string, action: string, changes: Record<string, string>): Record<string, string> {
+  const form = page.slice(page.indexOf(`action="${action}"`));
+  const body = form.slice(0, form.indexOf('</form>'));
+  const fields: Record<string, string> = {};
+  const unescape = (v: string) => v.replace(/&#(\d+);/g, (_m, n) => String.fromCharCode(Number(n))).replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+  for (const m of body.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields[m[1]] = unescape(m[2]);
+  for (const m of body.matchAll(/<textarea[^>]*name="([^"]+)"[^>]*>([\s\S]*?)<\/textarea>/g)) fields[m[1]] = unescape(m[2]);
+  for (const m of body.matchAll(/<select[^>]*name="([^"]+)"[^>]*>([\s\S]*?)<\/select>/g)) fields[m[1]] = /<option value="([^"]*)" selected/.exec(m[2])?.[1] ?? '';
+  delete fields.allow_everything; // an unticked box is not sent
+  return { ...fields, ...changes };
+}
+
+describe('admin panel: a form saved from a page shown before another administrator\'s change', () => {
+  let app: TestApp;
+  let adminA: Awaited<ReturnType<typeof makeUser>>;
+  let adminB: Awaited<ReturnType<typeof makeUser>>;
+  beforeAll(async () => {
+    app = await startTestApp();
+    adminA = await makeUser(app, { role: 'admin' });
+    adminB = await makeUser(app, { role: 'admin' });
+  });
+  afterAll(() => app?.close());
+
+  const roleOf = async (id: number) => (await app.db.query<{ role: string; email: string }>('SELECT role, email FROM users WHERE id = $1', [id])).rows[0];
+
+  it('saves only the field changed: the admin role another administrator took away meanwhile stays away', async () => {
+    const rogue = await makeUser(app, { role: 'admin', fullName: 'Rogue' });
+    const a = await panel(app, adminA);
+    const pageA = (await a.get(`/admin/users/${rogue.id}`)).text;
+    const b = await panel(app, adminB);
+    const pageB = (await b.get(`/admin/users/${rogue.id}`)).text;
+    expect((await b.post(`/admin/users/${rogue.id}`, formOf(pageB, `/admin/users/${rogue.id}`, { role: 'user' }))).status).toBe(303);
+    const saved = await a.post(`/admin/users/${rogue.id}`, formOf(pageA, `/admin/users/${rogue.id}`, { email: `fixed.${rogue.email}` }));
+    expect(saved.status).toBe(303);
+    expect(await roleOf(rogue.id)).toStrictEqual({ role: 'user', email: `fixed.${rogue.email}` });
+  });
+
+  it('refuses a field both changed (edit_conflict), showing what is saved now; saving again then replaces it', async () => {
+    const user = await makeUser(app);
+    const a = await panel(app, adminA);
+    const pageA = (await a.get(`/admin/users/${user.id}`)).text;
+    await app.services.users.updateProfile(user.id, { email: `b.${user.email}` }, { via: 'admin_api', userId: adminB.id, username: adminB.username });
+    const refused = await a.post(`/admin/users/${user.id}`, formOf(pageA, `/admin/users/${user.id}`, { email: `a.${user.email}` }));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('The email address was changed by someone else since this page was opened.');
+    expect((await roleOf(user.id)).email, 'nothing saved').toBe(`b.${user.email}`);
+    expect(hiddenField(refused.text, 'was_email'), 'the page shows what is saved now').toBe(`b.${user.email}`);
+    const again = await a.post(`/admin/users/${user.id}`, formOf(refused.text, `/admin/users/${user.id}`, {}));
+    expect(again.status).toBe(303);
+    expect((await roleOf(user.id)).email, 'the form kept what was typed: saved now').toBe(`a.${user.email}`);
+  });
+
+  it('does not re-admit a range another administrator just removed from a client\'s allow list', async () => {
+    const client = await makeClient(app, { allowedIps: ['203.0.113.7', '198.51.100.0/24'], callbackUrl: 'https://shop.example/cb' });
+    const a = await panel(app, adminA);
+    const action = `/admin/clients/${client.client_id}`;
+    const pageA = (await a.get(action)).text;
+    await app.services.clients.updateClient(client.client_id, { allowedIps: ['203.0.113.7'] }, { via: 'admin_panel', userId: adminB.id, username: adminB.username });
+    expect((await a.post(action, formOf(pageA, action, { client_name: 'Renamed' }))).status).toBe(303);
+    const row = (await app.db.query<{ allowed_ips: string[]; client_name: string }>('SELECT allowed_ips, client_name FROM clients WHERE client_id = $1', [client.client_id])).rows[0];
+    expect(row).toStrictEqual({ allowed_ips: ['203.0.113.7'], client_name: 'Renamed' });
+    // the allow list edited from the old page: a conflict, not a silent re-admission
+    const pageA2 = pageA;
+    const conflict = await a.post(action, formOf(pageA2, action, { allowed_ips: '203.0.113.7\n198.51.100.0/24\n192.0.2.1' }));
+    expect(conflict.status).toBe(400);
+    expect(conflict.text).toContain('The allow list was changed by someone else since this page was opened.');
+  });
+
+  it('a form without the shown values (a script) saves every field, as before', async () => {
+    const user = await makeUser(app, { fullName: 'Script' });
+    const a = await panel(app, adminA);
+    const page = (await a.get(`/admin/users/${user.id}`)).text;
+    const r = await a.post(`/admin/users/${user.id}`, { _csrf: hiddenField(page, '_csrf'), email: user.email, full_name: 'Script', role: 'admin' });
+    expect(r.status).toBe(303);
+    expect((await roleOf(user.id)).role).toBe('admin');
+  });
+});
