@@ -127,9 +127,10 @@ export async function storePassword(q: Queryable, userId: number, passwordHash: 
   await deletePasswordResets(q, userId);
 }
 
-/** Sets or clears the must-change flag alone. */
-export async function setMustChangePassword(q: Queryable, userId: number, mustChange: boolean): Promise<void> {
-  await q.query('UPDATE users SET must_change_password = $2, updated_at = now() WHERE id = $1', [userId, mustChange]);
+/** Sets or clears the must-change flag alone; false when it already was so (nothing written). */
+export async function setMustChangePassword(q: Queryable, userId: number, mustChange: boolean): Promise<boolean> {
+  const r = await q.query('UPDATE users SET must_change_password = $2, updated_at = now() WHERE id = $1 AND must_change_password IS DISTINCT FROM $2', [userId, mustChange]);
+  return r.rowCount > 0;
 }
 
 /**

@@ -139,8 +139,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     if (hash !== undefined) {
       await storePassword(tx, found.id, hash, mustChange);
       await clearLoginAttempts(tx, found.username);
-    } else {
-      await setMustChangePassword(tx, found.id, mustChange);
+    } else if (!(await setMustChangePassword(tx, found.id, mustChange))) {
+      return undefined; // the flag already was so: a request that changes nothing writes nothing
     }
     await writeAudit(tx, {
       action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,

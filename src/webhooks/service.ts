@@ -123,6 +123,9 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
       await db.transaction(async (tx) => {
         const found = await lockWebhook(tx, id, !active);
         if (!found) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+        // already so (a second tab, another administrator): nothing changes, nothing is audited,
+        // and the reason it is off (a receiver's 410, say) is kept
+        if (found.active === active) return;
         if (active) await enableWebhook(tx, id);
         else await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
         await writeAudit(tx, {
