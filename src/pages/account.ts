@@ -71,7 +71,9 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
     const changed = await passwords.change({ userId }, form.current_password, form.new_password, context(req), user ? req.sessionID : undefined);
     if (pending) {
       await establishSession(req, changed.user, { twoFactorUsed: pending.twoFactorUsed, credentialsVersion: changed.credentialsVersion });
-      flashNext(req, { type: 'success', text: 'Your password was changed. You are signed in.' });
+      // said on this service's next page; one going on to a client system shows none, and the
+      // message would wait in the session for some later, unrelated page
+      if (!pending.next.startsWith('/sso/')) flashNext(req, { type: 'success', text: 'Your password was changed. You are signed in.' });
       return res.redirect(303, pending.next);
     }
     // A new session id for this browser too, as at sign-in: an id copied before the change

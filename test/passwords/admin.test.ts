@@ -95,7 +95,9 @@ describe('administrators set passwords; must-change forces a change at the next 
     const onward = await browser.get('/login');
     expect(onward.status).toBe(303);
     expect(onward.headers.location).toBe('/dashboard');
-    expect((await browser.get('/dashboard')).status).toBe(200);
+    const dashboard = await browser.get('/dashboard');
+    expect(dashboard.status).toBe(200);
+    expect(dashboard.text).toContain('Your password was changed. You are signed in.');
   });
 
   it('a must-change sign-in for a client system continues to that system after the change', async () => {
@@ -115,6 +117,9 @@ describe('administrators set passwords; must-change forces a change at the next 
     expect(done.headers.location).toBe(`/sso/login?client_id=${client.client_id}&state=s1`);
     const onward = await browser.get(done.headers.location!);
     expect(onward.headers.location).toMatch(/^https:\/\/client\.example\/cb\?token=.+&state=s1$/);
+    const later = await browser.get('/dashboard');
+    expect(later.status).toBe(200);
+    expect(later.text, 'no message left waiting for a later page').not.toContain('Your password was changed');
   });
 
   it('PATCH /api/admin/users/:id sets password and must_change_password; the password never reaches the audit log', async () => {
