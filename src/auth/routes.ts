@@ -6,7 +6,7 @@ import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
 import { forgotPasswordSchema, resetPasswordSchema, sessionLoginSchema, tokenLoginSchema } from './schemas.ts';
 import { publicUser } from './service.ts';
-import { endSession, establishSession } from './session.ts';
+import { endSession, establishSession, signOutPreviousUser } from './session.ts';
 
 const user = { id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example' };
 const jwt = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VyX2lkIjoiNyJ9.c2lnbmF0dXJl';
@@ -37,6 +37,7 @@ export const AUTH_ROUTES = [
       const { user: signedIn, twoFactorUsed, credentialsVersion } = await auth.login({
         login: body.login, password: body.password, totp: body.totp, ipAddress: clientIp(req), userAgent: browser(req), via: 'api',
       });
+      await signOutPreviousUser(req, auth, signedIn, { ipAddress: clientIp(req), userAgent: browser(req), via: 'api' });
       await establishSession(req, signedIn, { twoFactorUsed, credentialsVersion });
       res.json({ success: true, user: publicUser(signedIn) });
     },

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import { clientIp } from '../http/client-ip.ts';
 import { SESSION_COOKIE } from '../http/session.ts';
 import type { UserRecord } from '../users/user.ts';
+import type { AuthChannel } from './login-failures.ts';
 
 function promisify(run: (done: (err?: unknown) => void) => void): Promise<void> {
   return new Promise((resolve, reject) => run((err) => (err ? reject(err) : resolve())));
@@ -32,6 +33,20 @@ export async function establishSession(
     await promisify((done) => req.session.regenerate(done)).catch(() => {});
     throw err;
   }
+}
+
+/**
+ * A sign-in in a browser signed in as someone else ends that user's session there as a
+ * sign-out does (its unused SSO tokens invalidated, user.logout audited and sent): the
+ * session is replaced, and without this the other user's tokens from it went on working and
+ * nothing said their session had ended. The same user signing in again keeps theirs.
+ */
+export async function signOutPreviousUser(
+  req: Request, auth: { logoutUser(args: { userId: number; ipAddress: string; userAgent: string | null; via: AuthChannel; endSessionId?: string }): Promise<unknown> },
+  user: Pick<UserRecord, 'id'>, ctx: { ipAddress: string; userAgent: string | null; via: AuthChannel },
+): Promise<void> {
+  const previous = req.session?.userId;
+  if (typeof previous === 'number' && previous !== user.id) await auth.logoutUser({ userId: previous, ...ctx, endSessionId: req.sessionID });
 }
 
 /** Ends the session of this request (if any): the row is deleted and the cookie cleared. */

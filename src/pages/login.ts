@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { lockWarning, PasswordChangeRequired } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
-import { beginPasswordChange, endSession, establishSession } from '../auth/session.ts';
+import { beginPasswordChange, endSession, establishSession, signOutPreviousUser } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
@@ -160,6 +160,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       }
       result = await auth.login({ login: pending.login, password: pending.password, totp: form.code, ...ctx });
     }
+    await signOutPreviousUser(req, auth, result.user, ctx);
     await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed, credentialsVersion: result.credentialsVersion });
     await continueSignedIn(req, res, target, result.user, result.twoFactorUsed);
   };
