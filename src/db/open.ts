@@ -1,4 +1,6 @@
-import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { Config } from '../config.ts';
@@ -45,11 +47,19 @@ export async function openDatabase(
 ): Promise<Db> {
   if (config.DATABASE_URL) return openPostgres(config.DATABASE_URL, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT });
   const paths = embeddedPaths(config.DATA_DIR);
+  // the socket the service serves (and a command reaches it by) must fit a Unix socket's path:
+  // Node cut a longer one short without a word, and the file it left stopped the next start
+  if (options.serve) refuseLongSocketPath(paths);
   await mkdir(paths.dir, { recursive: true });
   const holder = await acquireLock(paths.lock);
   if (holder !== null) {
     if (options.serve) {
       throw new Error(`The embedded database in ${paths.dir} is in use by process ${holder}; set DATABASE_URL to run several instances`);
+    }
+    refuseLongSocketPath(paths);
+    // only the service serves the socket; another command holding the database serves none
+    if (!(await stat(paths.socket).then((st) => st.isSocket(), () => false))) {
+      throw new Error(`The embedded database in ${paths.dir} is in use by process ${holder}, which does not serve it (another command, or the service still starting); try again when it ends`);
     }
     // The socket's connections all share the service's one PGlite session: a statement one
     // command prepared would already exist for the next, so nothing is prepared there.
@@ -81,6 +91,16 @@ export async function openDatabase(
   }
 }
 
+/** The longest path a Unix socket can have on Linux (sun_path holds 108 bytes, the last a NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+function refuseLongSocketPath(paths: ReturnType<typeof embeddedPaths>): void {
+  if (Buffer.byteLength(paths.socket) > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(`DATA_DIR ${paths.dir} is too long for the embedded database's socket (${paths.socket} is ${Buffer.byteLength(paths.socket)} bytes; `
+      + `a Unix socket's path may have ${MAX_SOCKET_PATH_BYTES}): choose a shorter DATA_DIR`);
+  }
+}
+
 /** The lock files this process took and has not given back. */
 const locksHeld = new Set<string>();
 
@@ -90,24 +110,81 @@ async function releaseLock(lockPath: string): Promise<void> {
   await unlink(lockPath).catch(() => {});
 }
 
-/** Takes the lock file; returns null when taken, else the pid of the live process holding it. */
+/**
+ * Creates `target` holding this process's pid, or fails with EEXIST: the pid is written to a
+ * file of its own first and linked into place, so the lock is never seen empty (an opener
+ * reading an empty lock took it for stale and removed a live one).
+ */
+async function createWithPid(target: string): Promise<void> {
+  const temp = `${target}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  await writeFile(temp, String(process.pid), { flag: 'wx' });
+  try {
+    await link(temp, target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOENT') throw err;
+    // a file system without hard links: created and written in two steps, as before
+    await writeFile(target, String(process.pid), { flag: 'wx' });
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+}
+
+/** The pid a lock file names, or null when it names none. */
+async function pidIn(file: string): Promise<number | null> {
+  const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * Takes the lock file; returns null when taken, else the pid of the live process holding it.
+ *
+ * A lock whose process is gone (a crash) is taken over, and only by one opener at a time:
+ * the one that creates `LOCK.takeover` reads the lock again under it and removes it only if
+ * it still names the same dead process. Two openers that both found the lock stale used to
+ * both remove it, the second removing the lock the first had just taken, and both opened the
+ * data directory (a review helper, 2026-11-27). Written by hand: Node has no flock, and the
+ * lock libraries decide staleness by a file's age, which a service holding the database for
+ * months does not fit.
+ */
 async function acquireLock(lockPath: string): Promise<number | null> {
-  for (let i = 0; i < 3; i++) {
+  const takeover = `${lockPath}.takeover`;
+  for (let attempt = 0; attempt < 100; attempt++) {
     try {
-      await writeFile(lockPath, String(process.pid), { flag: 'wx' });
+      await createWithPid(lockPath);
       locksHeld.add(lockPath);
       return null;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const pid = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
-    // This process's own pid in a lock it did not take is left by an earlier life of the same
-    // pid (a container's pid 1 killed with SIGKILL and started again): stale.
-    const ownStale = pid === process.pid && !locksHeld.has(lockPath);
-    if (Number.isInteger(pid) && pid > 0 && !ownStale && isAlive(pid)) return pid;
-    await unlink(lockPath).catch(() => {}); // stale: its process is gone
+    const pid = await pidIn(lockPath);
+    if (pid !== null && !isStale(pid, lockPath)) return pid;
+    try {
+      await createWithPid(takeover);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // another opener is taking it over; one that died doing so leaves a takeover to remove
+      const taker = await pidIn(takeover);
+      if (taker !== null && !isAlive(taker)) await unlink(takeover).catch(() => {});
+      await sleep(20);
+      continue;
+    }
+    try {
+      if ((await pidIn(lockPath)) === pid) await unlink(lockPath).catch(() => {});
+    } finally {
+      await unlink(takeover).catch(() => {});
+    }
   }
   throw new Error(`Could not take the lock ${lockPath}`);
+}
+
+/**
+ * Whether a lock naming `pid` is left over: its process is gone, or it names this very process
+ * without this process having taken it (an earlier life of the same pid: a container's pid 1
+ * killed with SIGKILL and started again).
+ */
+function isStale(pid: number, lockPath: string): boolean {
+  return (pid === process.pid && !locksHeld.has(lockPath)) || !isAlive(pid);
 }
 
 function isAlive(pid: number): boolean {

@@ -80,6 +80,27 @@ describe.skipIf(onPostgres && 'embedded only')('embedded database', () => {
     await again.close();
   });
 
+  it('refuses, naming DATA_DIR, a data directory whose socket path would not fit a Unix socket', async () => {
+    const base = await mkdtemp(path.join(os.tmpdir(), 'auth-long-'));
+    const dataDir = path.join(base, 'd'.repeat(100 - base.length - 1));
+    await expect(openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: true })).rejects.toThrow(/too long for the embedded database's socket.*choose a shorter DATA_DIR/);
+    // a command alone opens the files itself: no socket needed
+    const alone = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
+    expect((await alone.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
+    await alone.close();
+  });
+
+  it('tells a command that another command holds the database (no socket served), instead of a socket error', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
+    const other = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
+    try {
+      await expect(openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false }))
+        .rejects.toThrow(new RegExp(`in use by process ${process.pid}, which does not serve it .*try again when it ends`));
+    } finally {
+      await other.close();
+    }
+  });
+
   it('takes over a lock left with its own pid by an earlier life of the same pid (a container restarted after SIGKILL)', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
     await writeFile(embeddedPaths(dataDir).lock, String(process.pid));
