@@ -14,6 +14,12 @@ export interface QueryOptions {
    * a migration adds a column while the service runs).
    */
   prepare?: boolean;
+  /**
+   * No read bound on the answer (DATABASE_STATEMENT_TIMEOUT plus a margin otherwise): a
+   * migration's steps, which run as long as the data they rewrite needs (migrations lift the
+   * server's statement bound too, src/db/migrate.ts).
+   */
+  unbounded?: boolean;
 }
 
 /** Anything that runs parameterized SQL: the database itself or an open transaction. */

@@ -44,7 +44,7 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   for (const [name, { sql, checksum }] of sources) {
     const done = await db.transaction(async (tx) => {
       await lockForMigration(tx);
-      const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE name = $1', [name]);
+      const seen = await tx.query('SELECT 1 FROM schema_migrations WHERE name = $1', [name], { unbounded: true });
       if (seen.rowCount > 0) return false;
       await tx.exec(sql);
       await MIGRATION_STEPS[name]?.(tx);

@@ -17,9 +17,12 @@ export const MIGRATION_STEPS: Readonly<Record<string, (tx: Queryable) => Promise
  * the same client, or another user's username, has no provable holder: it is removed and
  * audited, as 0003 did with names claimed twice, and its user links again.
  */
+/** A migration's statements run as long as its data needs: no read bound (migrations lift the server's too). */
+const UNBOUNDED = { unbounded: true } as const;
+
 async function rekeyLinkNames(tx: Queryable): Promise<void> {
   const rows = (await tx.query<{ user_id: number; client_id: string; external_username: string; username_key: string }>(
-    "SELECT user_id, client_id, external_username, username_key FROM user_client_links WHERE external_username ~ '[^ -~]'",
+    "SELECT user_id, client_id, external_username, username_key FROM user_client_links WHERE external_username ~ '[^ -~]'", [], UNBOUNDED,
   )).rows.map((r) => ({ ...r, key: normalizeUsername(r.external_username) })).filter((r) => r.key !== r.username_key);
   if (rows.length === 0) return;
   const fix = [rows.map((r) => r.user_id), rows.map((r) => r.client_id), rows.map((r) => r.key)];
@@ -43,18 +46,18 @@ async function rekeyLinkNames(tx: Queryable): Promise<void> {
             jsonb_build_object('via', 'migration', 'external_username', c.external_username,
               'reason', CASE WHEN c.users_name THEN 'name_is_another_users_username' ELSE 'name_claimed_twice' END)
        FROM contested c JOIN users u ON u.id = c.user_id`,
-    fix,
+    fix, UNBOUNDED,
   );
   // in two steps, so that no row's new key meets another's old one on the unique index: first
   // a key no name has (a control character, then the user's id, unique at a client), then the new one
   await tx.query(
     `UPDATE user_client_links l SET username_key = chr(1) || l.user_id
        FROM unnest($1::int[], $2::text[]) AS f(user_id, client_id) WHERE l.user_id = f.user_id AND l.client_id = f.client_id`,
-    fix.slice(0, 2),
+    fix.slice(0, 2), UNBOUNDED,
   );
   await tx.query(
     `UPDATE user_client_links l SET username_key = f.key
        FROM unnest($1::int[], $2::text[], $3::text[]) AS f(user_id, client_id, key) WHERE l.user_id = f.user_id AND l.client_id = f.client_id`,
-    fix,
+    fix, UNBOUNDED,
   );
 }

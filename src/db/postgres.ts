@@ -69,7 +69,8 @@ export function openPostgres(
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     // node-postgres prepares a named statement once per connection, then only binds and runs it
     const config: TimedQuery = {
-      text: sql, values: params as unknown[], name: prepare && options?.prepare ? statementName(sql) : undefined, query_timeout: readTimeout,
+      text: sql, values: params as unknown[], name: prepare && options?.prepare ? statementName(sql) : undefined,
+      query_timeout: options?.unbounded ? undefined : readTimeout,
     };
     const r = await client.query(config);
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };

@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -101,6 +101,23 @@ describe.skipIf(!onPostgres && 'PostgreSQL only')('a statement bounded by DATABA
   it('has PostgreSQL end a transaction left idle for a minute (a process stalled inside one), so its locks do not outlive it', async () => {
     const r = await app.db.query<{ idle_in_transaction_session_timeout: string }>('SHOW idle_in_transaction_session_timeout');
     expect(r.rows[0].idle_in_transaction_session_timeout).toBe('1min');
+  });
+
+  it('does not bound a migration step\'s statements (unbounded): a step longer than the read bound is not cut off', async () => {
+    const db = openPostgres(url, { statementTimeoutMs: 1 }); // a read bound of the margin alone, 2 s
+    try {
+      const slow = (options?: { unbounded: true }) => db.transaction(async (tx) => {
+        await tx.exec('SET LOCAL statement_timeout = 0'); // as migrations lift the server's bound
+        return (await tx.query<{ done: boolean }>('SELECT true AS done FROM pg_sleep(2.3)', [], options)).rows[0].done;
+      });
+      await expect(slow(), 'an ordinary statement is given up').rejects.toThrow('Query read timeout');
+      expect(await slow({ unbounded: true })).toBe(true);
+      // the steps migrate.ts runs (src/db/migration-steps.ts) ask for it on every statement
+      const steps = await readFile(new URL('../../src/db/migration-steps.ts', import.meta.url), 'utf8');
+      expect((steps.match(/, UNBOUNDED,?\s*\)/g) ?? []).length, 'one per statement').toBe(steps.match(/tx\.query\b/g)!.length);
+    } finally {
+      await db.close();
+    }
   });
 
   it('does not bound migrations: one longer than the statement timeout is applied', async () => {
