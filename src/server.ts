@@ -8,6 +8,19 @@ import { STOP_MS } from './stop-budget.ts';
 
 /** Entry point: config -> database -> service -> listen; graceful stop on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
+  // A stop asked for while the service starts (or seeds its demo) is honoured once it has
+  // started, within the same bound as any stop: by default the signal ended the process
+  // there, a demo half-made (its client without its user, never finished afterwards).
+  let stop = undefined as ((signal: string) => Promise<void>) | undefined;
+  let stopAsked: string | undefined;
+  const onSignal = (signal: string) => {
+    if (stop) return void stop(signal);
+    if (stopAsked) return;
+    stopAsked = signal;
+    setTimeout(() => process.exit(1), STOP_MS).unref(); // a start that does not finish in time
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   let config;
   let envFile: EnvFileResult;
   try {
@@ -26,11 +39,11 @@ async function main(): Promise<void> {
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, database: db.kind }, 'auth service listening');
   // first start on the embedded database outside production: a demo to click through
-  const demo = await seedDemoOnFirstStart(running.services, config, running.url).catch((err: unknown) => {
+  const seeding = seedDemoOnFirstStart(running.services, config, running.url).then((demo) => {
+    if (demo) console.log(demoBanner(demo));
+  }, (err: unknown) => {
     logger.warn({ err }, 'demo seeding failed');
-    return null;
   });
-  if (demo) console.log(demoBanner(demo));
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -44,6 +57,7 @@ async function main(): Promise<void> {
     }, STOP_MS);
     force.unref();
     try {
+      await seeding; // a demo is made whole before the stop (a client without its user otherwise)
       await running.stop(); // in-flight requests answered, workers done with their current attempt
       await db.close();
     } catch (err) {
@@ -53,8 +67,9 @@ async function main(): Promise<void> {
     logger.info('stopped');
     process.exit(0);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  stop = shutdown;
+  if (stopAsked) void shutdown(stopAsked);
+  await seeding;
 }
 
 main().catch((err) => {

@@ -95,7 +95,10 @@ export async function seedDemoOnFirstStart(
   baseUrl: string,
 ): Promise<DemoSeedResult | null> {
   if (config.DATABASE_URL || config.NODE_ENV === 'production') return null;
-  if ((await services.clients.listClients()).length > 0) return null;
+  const clients = await services.clients.listClients();
+  // a first start stopped halfway (its demo client made, not yet its user) is finished now
+  const halfMade = clients.length === 1 && clients[0].client_id === DEMO_CLIENT_ID && !(await findUserByUsername(services.deps.db, DEMO_USERNAME));
+  if (clients.length > 0 && !halfMade) return null;
   return seedDemo(services, { baseUrl, dataDir: config.DATA_DIR });
 }
 
