@@ -97,6 +97,11 @@ export interface RateLimiters {
   tokenIssue: RequestHandler;
   /** User management and admin API, per authenticated user (res.locals.user). */
   user: RequestHandler;
+  /**
+   * The same per-user limit, for a signed-in user only (nobody else is counted): a page that
+   * issues a token at once to a signed-in browser and shows a form to anyone else (/sso/login).
+   */
+  userWhenSignedIn: RequestHandler;
   /** Failed client authentications, per IP address (src/clients/guards.ts). */
   clientAuthFailures: FailureLimit;
   close(): Promise<void>;
@@ -177,14 +182,16 @@ export function createRateLimiters(
     });
   };
 
+  const user = limiter('user', config.RATE_LIMIT_USER_PER_MIN, (req, res) => {
+    const signedIn = res.locals.user as { id: number } | undefined;
+    return signedIn ? `u${signedIn.id}` : `ip:${addressKey(clientIp(req))}`;
+  });
   return {
     login: limiter('login', config.RATE_LIMIT_LOGIN_PER_MIN, (req) => addressKey(clientIp(req))),
     validation: limiter('validate', config.RATE_LIMIT_VALIDATE_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
     tokenIssue: limiter('token', config.RATE_LIMIT_TOKEN_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
-    user: limiter('user', config.RATE_LIMIT_USER_PER_MIN, (req, res) => {
-      const user = res.locals.user as { id: number } | undefined;
-      return user ? `u${user.id}` : `ip:${addressKey(clientIp(req))}`;
-    }),
+    user,
+    userWhenSignedIn: (req, res, next) => (res.locals.user ? user(req, res, next) : next()),
     clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures'), addressKey),
     async close() {
       // QUIT is a command like any other: bounded, and a Redis that does not answer it is left

@@ -27,6 +27,7 @@ const LIMIT_TEXT: Record<NonNullable<Operation['limit']>, string> = {
   login: 'Rate limit: login endpoints, per IP address (default 10/min).',
   validation: 'Rate limit: token validation, per client system (default 100/min).',
   user: 'Rate limit: user management, per user (default 50/min).',
+  userWhenSignedIn: 'Rate limit: for a signed-in user, who gets a token at once, the user-management limit per user (default 50/min); none for anyone else.',
 };
 
 /** JSON Schema (2020-12, which OpenAPI 3.1 uses) of what a zod schema accepts as input. */

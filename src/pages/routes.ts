@@ -37,17 +37,14 @@ export const PAGE_ROUTES = [
     handle: () => ({ res }) => res.redirect(303, '/dashboard'),
   }),
   route({
-    method: 'get', path: '/sso/login', tag: 'Pages', access: 'page', limit: 'none',
+    method: 'get', path: '/sso/login', tag: 'Pages', access: 'page', limit: 'userWhenSignedIn',
     summary: 'SSO login page for a client system',
     description: 'Signed-in users go straight back to the client; otherwise the sign-in form. After sign-in the browser is redirected to the client\'s callback URL with `token` (and `state`).',
     query: clientLoginQuerySchema, queryCheckedByHandler: true,
     // a signed-in browser gets a token at once: under the per-user limit, as the dashboard's
-    // one-click sign-in (the same token); the form itself is shown without one
-    before: (s) => [clientTarget(s.clients, 'query'), (req, res, next) => (res.locals.user ? s.limiters.user(req, res, next) : next())],
-    responses: {
-      200: html('The sign-in page'), 303: redirect('Already signed in: to the callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or bad parameters'),
-      429: pageError('Already signed in, and more tokens asked for than the per-user limit allows'),
-    },
+    // one-click sign-in (the same token); the form itself is shown to anyone without one
+    before: (s) => [clientTarget(s.clients, 'query')],
+    responses: { 200: html('The sign-in page'), 303: redirect('Already signed in: to the callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or bad parameters') },
     handle: login.handle((h) => h.show),
   }),
   route({

@@ -55,5 +55,9 @@ describe('the signed-in pages\' forms under the per-user limit', () => {
     expect(tokens.rowCount).toBe(6);
     const anonymous = formSession(app.app);
     for (let i = 0; i < 8; i++) expect((await anonymous.get(`/sso/login?client_id=${client.client_id}`)).status, 'the sign-in form').toBe(200);
+    // and the reference says so
+    const op = (await app.http.get('/api/openapi.json')).body.paths['/sso/login'].get;
+    expect(op.responses['429']).toBeDefined();
+    expect(op.description).toContain('Rate limit: for a signed-in user, who gets a token at once, the user-management limit per user');
   });
 });
