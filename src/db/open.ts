@@ -164,8 +164,9 @@ async function acquireLock(lockPath: string): Promise<number | null> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       // another opener is taking it over; one that died doing so leaves a takeover to remove
+      // (this process holds a takeover only within one turn of this loop: its own pid there is left over too)
       const taker = await pidIn(takeover);
-      if (taker !== null && !isAlive(taker)) await unlink(takeover).catch(() => {});
+      if (taker === null || taker === process.pid || !isAlive(taker)) await unlink(takeover).catch(() => {});
       await sleep(20);
       continue;
     }

@@ -101,6 +101,18 @@ describe.skipIf(onPostgres && 'embedded only')('embedded database', () => {
     }
   });
 
+  it('takes over a lock and a takeover file left with its own pid by an earlier life of the same pid, or naming nobody', async () => {
+    for (const takeoverHolds of [String(process.pid), '']) {
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-takeover-'));
+      const { lock } = embeddedPaths(dataDir);
+      await writeFile(lock, String(process.pid)); // a container's pid 1 killed mid-takeover, started again
+      await writeFile(`${lock}.takeover`, takeoverHolds);
+      const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
+      expect(db.kind).toBe('embedded');
+      await db.close();
+    }
+  });
+
   it('takes over a lock left with its own pid by an earlier life of the same pid (a container restarted after SIGKILL)', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-lock-'));
     await writeFile(embeddedPaths(dataDir).lock, String(process.pid));
