@@ -44,19 +44,6 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
   const dataDir = options.dataDir ?? deps.config.DATA_DIR;
   const callbackUrl = `${baseUrl}/demo/callback`;
 
-  const existing = await clients.findClient(DEMO_CLIENT_ID);
-  let secret: string;
-  if (existing) {
-    await clients.updateClient(DEMO_CLIENT_ID, { callbackUrl, active: true }, ACTOR);
-    secret = (await clients.rotateSecret(DEMO_CLIENT_ID, ACTOR)).secret;
-  } else {
-    secret = (await clients.createClient(
-      { name: DEMO_CLIENT_NAME, callbackUrl, allowedIps: ['127.0.0.1', '::1'], clientId: DEMO_CLIENT_ID },
-      ACTOR,
-    )).secret;
-  }
-  await saveDemoCredentials(dataDir, { client_id: DEMO_CLIENT_ID, client_secret: secret });
-
   const password = demoPassword();
   const user = await findUserByUsername(deps.db, DEMO_USERNAME);
   if (user) {
@@ -71,6 +58,21 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
       ACTOR,
     );
   }
+
+  // the client last: a first start stopped in between leaves no client, so the next start is a
+  // first start again and finishes the demo (the other way round it never did)
+  const existing = await clients.findClient(DEMO_CLIENT_ID);
+  let secret: string;
+  if (existing) {
+    await clients.updateClient(DEMO_CLIENT_ID, { callbackUrl, active: true }, ACTOR);
+    secret = (await clients.rotateSecret(DEMO_CLIENT_ID, ACTOR)).secret;
+  } else {
+    secret = (await clients.createClient(
+      { name: DEMO_CLIENT_NAME, callbackUrl, allowedIps: ['127.0.0.1', '::1'], clientId: DEMO_CLIENT_ID },
+      ACTOR,
+    )).secret;
+  }
+  await saveDemoCredentials(dataDir, { client_id: DEMO_CLIENT_ID, client_secret: secret });
 
   return {
     client_id: DEMO_CLIENT_ID,
@@ -95,10 +97,7 @@ export async function seedDemoOnFirstStart(
   baseUrl: string,
 ): Promise<DemoSeedResult | null> {
   if (config.DATABASE_URL || config.NODE_ENV === 'production') return null;
-  const clients = await services.clients.listClients();
-  // a first start stopped halfway (its demo client made, not yet its user) is finished now
-  const halfMade = clients.length === 1 && clients[0].client_id === DEMO_CLIENT_ID && !(await findUserByUsername(services.deps.db, DEMO_USERNAME));
-  if (clients.length > 0 && !halfMade) return null;
+  if ((await services.clients.listClients()).length > 0) return null;
   return seedDemo(services, { baseUrl, dataDir: config.DATA_DIR });
 }
 

@@ -40,7 +40,7 @@ describe.skipIf(onPostgres && 'embedded only')('a stop asked for as soon as the 
     expect(await demoRows(dataDir)).toStrictEqual({ client: 1, user: 1 });
   }, 120_000);
 
-  it('a demo left half-made (its client, not its user) is finished by the next start', async () => {
+  it('a demo left half-made (its user, not yet its client) is finished by the next start', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-half-demo-'));
     const first = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: env(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
     let exited = once(first, 'exit');
@@ -48,7 +48,7 @@ describe.skipIf(onPostgres && 'embedded only')('a stop asked for as soon as the 
     first.kill('SIGTERM');
     await exited;
     const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
-    await db.query("DELETE FROM users WHERE username = 'demo'"); // as an older version's stop left it
+    await db.query("DELETE FROM clients WHERE client_id = 'demo'"); // as a stop between the two leaves it
     await db.close();
     const again = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: env(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
     exited = once(again, 'exit');

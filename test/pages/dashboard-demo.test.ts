@@ -103,6 +103,22 @@ describe('demo seeding', () => {
     expect(await app.services.clients.findClient(DEMO_CLIENT_ID)).toBe(null);
   });
 
+  it('leaves the demo client alone once the demo user was removed on purpose: a later start is no first start', async () => {
+    const other = await startTestApp();
+    try {
+      const base = { NODE_ENV: 'development' as const, DATA_DIR: other.config.DATA_DIR, DATABASE_URL: undefined };
+      const url = await other.listen();
+      expect(await seedDemoOnFirstStart(other.services, base, url)).not.toBe(null);
+      await other.services.clients.updateClient(DEMO_CLIENT_ID, { callbackUrl: 'http://127.0.0.1:8080/my-app/cb' }, { via: 'cli' });
+      await other.db.query("DELETE FROM users WHERE username = 'demo'");
+      const before = (await other.db.query("SELECT secret_hash, callback_url FROM clients WHERE client_id = 'demo'")).rows[0];
+      expect(await seedDemoOnFirstStart(other.services, base, url)).toBe(null);
+      expect((await other.db.query("SELECT secret_hash, callback_url FROM clients WHERE client_id = 'demo'")).rows[0], 'secret and callback kept').toStrictEqual(before);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('creates the demo client and user; the callback page validates the token over HTTP and shows the user', async () => {
     const demo = await seedDemo(app.services, { baseUrl: (await app.listen()), dataDir: app.config.DATA_DIR });
     expect(demo.created).toStrictEqual({ client: true, user: true });
