@@ -131,6 +131,8 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       if (!(err instanceof PasswordChangeRequired)) throw err;
       forgetPendingLogin(req);
       const target = loginTarget(res);
+      // the restricted session replaces this browser's: whoever was signed in here is signed out
+      await signOutPreviousUser(req, auth, { id: err.userId }, { ...requestContext(req), via: 'page' });
       await beginPasswordChange(req, {
         userId: err.userId, twoFactorUsed: err.twoFactorUsed, next: restartUrl(target),
         formTargets: target.kind === 'client' ? [target.client.callback_url] : undefined,

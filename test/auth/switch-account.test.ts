@@ -38,6 +38,23 @@ describe('signing in as another user in a signed-in browser', () => {
     expect(await logouts(second.id), 'nor is the same user signing in again').toStrictEqual([]);
   });
 
+  it('on the page, by a user who must change their password first (a restricted session replaces the first user\'s)', async () => {
+    const client = await makeClient(app);
+    const first = await makeUser(app);
+    const second = await makeUser(app);
+    await app.services.users.setPassword({ id: second.id }, { mustChange: true }, { via: 'cli' });
+    const s = formSession(app.app);
+    const p1 = await s.get('/login');
+    await s.post('/login', { _csrf: hiddenField(p1.text, '_csrf'), step: 'password', login: first.username, password: first.password });
+    const token = new URL((await s.get(`/sso/login?client_id=${client.client_id}`)).headers.location!).searchParams.get('token')!;
+    const p2 = await s.get('/dashboard');
+    const r = await s.post('/login', { _csrf: hiddenField(p2.text, '_csrf'), step: 'password', login: second.username, password: second.password });
+    expect(r.headers.location).toBe('/account/password');
+    expect(await logouts(first.id)).toMatchObject([{ via: 'page', invalidated_tokens: 1 }]);
+    const late = await app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
+    expect(late.body.error).toBe('token_revoked');
+  });
+
   it('on the API: the same', async () => {
     const first = await makeUser(app);
     const second = await makeUser(app);
