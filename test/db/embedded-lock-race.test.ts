@@ -40,12 +40,13 @@ describe.skipIf(onPostgres && 'embedded only')('the embedded database\'s lock le
       for (const o of openers) o.child.stdin.write(`${dataDir} ${at}\n`);
       const answers = await Promise.all(openers.map((o) => o.next()));
       const spans = answers.filter((a) => a.startsWith('embedded ')).map((a) => a.split(' ').slice(1).map(Number));
-      // both opened it themselves: fine one after the other (a slow start), never at once
-      const overlapping = spans.length === 2 && spans[0][0] <= spans[1][1] && spans[1][0] <= spans[0][1];
-      outcomes.push(overlapping ? 'two at once' : answers.map((a) => a.split(' ')[0]).sort().join('+'));
+      // both opened it themselves: fine one after the other (a slow start), never at once (one
+      // can open in the very millisecond the other let go: spans that only touch do not overlap)
+      const overlapping = spans.length === 2 && spans[0][0] < spans[1][1] && spans[1][0] < spans[0][1];
+      outcomes.push(overlapping ? `two at once (${answers.join(' / ')})` : answers.map((a) => a.split(' ')[0]).sort().join('+'));
       expect((await readdir(dataDir)).filter((f) => f.includes('lock')), 'nothing of the lock left once both are done').toStrictEqual([]);
     }
-    expect(outcomes.filter((o) => o === 'two at once'), `two writers on one data directory: ${outcomes.join(', ')}`).toStrictEqual([]);
+    expect(outcomes.filter((o) => o.startsWith('two at once')), 'two writers on one data directory').toStrictEqual([]);
     expect(outcomes.filter((o) => o !== 'busy+embedded' && o !== 'embedded+embedded'), 'no errors').toStrictEqual([]);
   }, 60_000);
 });
