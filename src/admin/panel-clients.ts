@@ -7,7 +7,7 @@ import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
 import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
 import { newSubmissionKey, oncePerSubmission } from './once.ts';
-import { checked, editedFields, refusedForm, renderAdmin, splitList } from './panel-common.ts';
+import { checked, editedFields, refusedEdit, refusedForm, renderAdmin, splitList } from './panel-common.ts';
 
 type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
 
@@ -57,8 +57,8 @@ export function clientPanel(deps: { clients: ClientService }) {
     }, refused === undefined ? {} : refusedForm(refused));
   };
 
-  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown) => {
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, shown: shownValuesOf(client), previousUntil: previousUntilOf(client) },
+  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown, shown = shownValuesOf(client)) => {
+    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, shown, previousUntil: previousUntilOf(client) },
       refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -139,7 +139,9 @@ export function clientPanel(deps: { clients: ClientService }) {
   const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
     const client = await clientOr404(req);
-    renderDetail(req, res, client, { ...formValuesOf(client), ...(req.body as ClientFormValues) }, err);
+    const posted = req.body as Record<string, unknown>;
+    const { form, shown } = refusedEdit(CLIENT_FIELDS, posted, shownValuesOf(client), err, sameClientValue);
+    renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, err, shown);
   };
 
   return { list, create, show, update, setActive, confirmRegenerate, regenerate, createFailed, updateFailed };

@@ -120,6 +120,30 @@ const FIELD_LABELS: Record<string, string> = {
  * has every field saved, as before. `same` compares two values of a field as the service
  * would store them.
  */
+/**
+ * What the page of a refused edit shows, to be saved again: a field the administrator changed
+ * keeps what they typed and the value their page had shown (`was_`), so saving again is still
+ * judged against that (a field someone else changed meanwhile is still theirs, not the
+ * administrator's edit); the field that was in conflict shows as saved now, so saving again
+ * replaces it; every other field shows what is saved now.
+ */
+export function refusedEdit<K extends string>(
+  fields: readonly K[], posted: Record<string, unknown>, now: Record<K, string>, refused: unknown,
+  same: (field: K, a: string, b: string) => boolean = (_f, a, b) => a.trim() === b.trim(),
+): { form: Record<K, string>; shown: Record<K, string> } {
+  const form = {} as Record<K, string>;
+  const shown = {} as Record<K, string>;
+  const conflict = refused instanceof AppError && refused.code === 'edit_conflict' ? refused.extra.field : undefined;
+  for (const field of fields) {
+    const typed = typeof posted[field] === 'string' ? posted[field] : now[field];
+    const was = typeof posted[`was_${field}`] === 'string' ? posted[`was_${field}`] as string : undefined;
+    const edited = was === undefined ? !same(field, typed, now[field]) : !same(field, typed, was);
+    form[field] = edited ? typed : now[field];
+    shown[field] = !edited || conflict === field || was === undefined ? now[field] : was;
+  }
+  return { form, shown };
+}
+
 export function editedFields<K extends string>(
   fields: readonly K[], typed: Record<K, string>, shown: Partial<Record<`was_${K}`, string>>, now: Record<K, string>,
   same: (field: K, a: string, b: string) => boolean = (_f, a, b) => a.trim() === b.trim(),

@@ -7,7 +7,7 @@ import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
-import { checked, editedFields, refusedForm, renderAdmin } from './panel-common.ts';
+import { checked, editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';
 
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
@@ -45,13 +45,14 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
     renderNew(req, res, form, err);
   };
 
-  const renderDetail = async (req: Request, res: Response, typed: Record<string, string> = {}, refused?: unknown) => {
+  const renderDetail = async (req: Request, res: Response, posted?: Record<string, unknown>, refused?: unknown) => {
     const id = idParam(req);
     const user = await userAdmin.get(id);
     const roles = PANEL_ROLES.includes(user.role) ? PANEL_ROLES : [...PANEL_ROLES, user.role];
-    // a refused profile form shows what was typed, so it can be corrected
-    const form = { email: typed.email ?? user.email, full_name: typed.full_name ?? user.full_name, role: typed.role ?? user.role };
-    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, links: await userAdmin.links(id), roles },
+    const saved = { email: user.email, full_name: user.full_name ?? '', role: user.role };
+    // a refused profile form shows what was typed, so it can be corrected (refusedEdit)
+    const { form, shown } = posted ? refusedEdit(PROFILE_FIELDS, posted, saved, refused) : { form: saved, shown: saved };
+    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, shown, links: await userAdmin.links(id), roles },
       refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -60,8 +61,7 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
   /** A refused profile edit is shown on the same page, the field at fault marked. */
   const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
-    const { _csrf, ...typed } = req.body as Record<string, string>;
-    await renderDetail(req, res, typed, err);
+    await renderDetail(req, res, req.body as Record<string, unknown>, err);
   };
 
   const update: RequestHandler = async (req, res) => {

@@ -79,6 +79,32 @@ describe('admin panel: a form saved from a page shown before another administrat
     expect(conflict.text).toContain('The allow list was changed by someone else since this page was opened.');
   });
 
+  it('a save after a refusal still saves only what the administrator changed: after edit_conflict the demotion stays', async () => {
+    const rogue = await makeUser(app, { role: 'admin' });
+    const a = await panel(app, adminA);
+    const action = `/admin/users/${rogue.id}`;
+    const pageA = (await a.get(action)).text;
+    await app.services.users.updateProfile(rogue.id, { email: `b.${rogue.email}`, role: 'user' }, { via: 'admin_api', userId: adminB.id, username: adminB.username });
+    const refused = await a.post(action, formOf(pageA, action, { email: `a.${rogue.email}` }));
+    expect(refused.text).toContain('The email address was changed by someone else');
+    expect(/<option value="user" selected/.test(refused.text), 'the page shows the role as saved now').toBe(true);
+    expect((await a.post(action, formOf(refused.text, action, {}))).status).toBe(303);
+    expect(await roleOf(rogue.id)).toStrictEqual({ role: 'user', email: `a.${rogue.email}` });
+  });
+
+  it('a save after a validation error does not re-admit a range removed meanwhile', async () => {
+    const client = await makeClient(app, { allowedIps: ['203.0.113.7', '198.51.100.0/24'], callbackUrl: 'https://shop.example/cb' });
+    const a = await panel(app, adminA);
+    const action = `/admin/clients/${client.client_id}`;
+    const pageA = (await a.get(action)).text;
+    await app.services.clients.updateClient(client.client_id, { allowedIps: ['203.0.113.7'] }, { via: 'admin_panel', userId: adminB.id, username: adminB.username });
+    const refused = await a.post(action, formOf(pageA, action, { callback_url: 'javascript:alert(1)' }));
+    expect(refused.status).toBe(400);
+    expect((await a.post(action, formOf(refused.text, action, { callback_url: 'https://shop.example/cb2' }))).status).toBe(303);
+    const row = (await app.db.query<{ allowed_ips: string[]; callback_url: string }>('SELECT allowed_ips, callback_url FROM clients WHERE client_id = $1', [client.client_id])).rows[0];
+    expect(row).toStrictEqual({ allowed_ips: ['203.0.113.7'], callback_url: 'https://shop.example/cb2' });
+  });
+
   it('a form without the shown values (a script) saves every field, as before', async () => {
     const user = await makeUser(app, { fullName: 'Script' });
     const a = await panel(app, adminA);
