@@ -4,6 +4,7 @@ import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { tokenOwnerForLogout } from '../sso/service.ts';
 import { findUserById } from '../users/queries.ts';
+import type { ClientRecord } from '../clients/client.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
@@ -110,10 +111,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
      * browser session the token was issued in ends too (none for a server-to-server token),
      * so that browser's next visit to /sso/login asks for the password again.
      */
-    async logoutByClientToken(clientId: string, token: string, ctx: { ipAddress: string; userAgent: string | null }) {
-      const owner = await tokenOwnerForLogout(db, deps, clientId, token);
+    async logoutByClientToken(client: Pick<ClientRecord, 'client_id' | 'created_at'>, token: string, ctx: { ipAddress: string; userAgent: string | null }) {
+      const owner = await tokenOwnerForLogout(db, deps, client, token);
       if (owner === null) throw new AppError(401, 'invalid_token', 'The token is invalid');
-      return logoutUser({ userId: owner.userId, clientId, endSessionId: owner.sessionId ?? undefined, ...ctx, via: 'client' });
+      return logoutUser({ userId: owner.userId, clientId: client.client_id, endSessionId: owner.sessionId ?? undefined, ...ctx, via: 'client' });
     },
 
     /** An access token for this service's API (POST /api/login), for a sign-in with credentials of this version. */

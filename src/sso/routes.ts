@@ -95,7 +95,7 @@ export const SSO_ROUTES = [
     },
     /** A client system ends a user's sign-in: the browser session behind its token ends, the user's unused tokens die. */
     handle: ({ auth }) => async ({ req, res, body, client }) => {
-      const { invalidatedTokens } = await auth.logoutByClientToken(client.client_id, body.token, {
+      const { invalidatedTokens } = await auth.logoutByClientToken(client, body.token, {
         ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null,
       });
       res.json({ success: true, invalidated_tokens: invalidatedTokens });
