@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { ClientRecord } from '../clients/client.ts';
-import { type ClientService, toPublicClient } from '../clients/service.ts';
+import { type ClientService, editableValues, toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
@@ -16,12 +16,15 @@ function formValuesOf(c: ClientRecord): ClientFormValues {
 }
 
 /** What the edit page shows as saved, sent back with the form (`was_<field>`, editedFields). */
-function shownValuesOf(c: ClientRecord): Record<(typeof CLIENT_FIELDS)[number], string> {
-  return { ...formValuesOf(c), logo_url: c.logo_url ?? '' };
-}
+const shownValuesOf = editableValues;
 
 /** The fields of the edit form, each saved only when the administrator changed it (editedFields). */
 const CLIENT_FIELDS = ['client_name', 'callback_url', 'allowed_ips', 'logo_url'] as const;
+
+/** A shown value as editableValues writes it: the allow list one entry a line (a browser sends its lines as CRLF), the rest as sent. */
+function splitOrKeep(field: (typeof CLIENT_FIELDS)[number], value: string): string {
+  return field === 'allowed_ips' ? splitList(value).join('\n') : value;
+}
 
 /** Two values of a field as the service stores them: an allow list by its entries, the rest trimmed. */
 function sameClientValue(field: (typeof CLIENT_FIELDS)[number], a: string, b: string): boolean {
@@ -100,13 +103,14 @@ export function clientPanel(deps: { clients: ClientService }) {
     const form = input(res, clientForm);
     const typed = { client_name: form.client_name, callback_url: form.callback_url, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
     const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, shownValuesOf(client), sameClientValue));
+    const shown = Object.fromEntries(CLIENT_FIELDS.flatMap((f) => (edited.has(f) && form[`was_${f}`] !== undefined ? [[f, splitOrKeep(f, form[`was_${f}`]!)]] : [])));
     await clients.updateClient(client.client_id, {
       clientName: edited.has('client_name') ? form.client_name : undefined,
       callbackUrl: edited.has('callback_url') ? form.callback_url : undefined,
       allowedIps: edited.has('allowed_ips') ? splitList(form.allowed_ips) : undefined,
       allowEverything: checked(form.allow_everything),
       logoUrl: edited.has('logo_url') ? form.logo_url : undefined,
-    }, actorOf(req, res, 'admin_panel'));
+    }, actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
     res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
   };

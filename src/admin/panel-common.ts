@@ -1,4 +1,5 @@
 import { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { editConflict } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
 import { type FieldErrors, fieldErrorsOf } from '../pages/field-errors.ts';
@@ -103,23 +104,6 @@ export function splitList(value: unknown): string[] {
   return typeof value === 'string' ? value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean) : [];
 }
 
-/** What a field of an edit form is called in a conflict's message. */
-const FIELD_LABELS: Record<string, string> = {
-  email: 'The email address', full_name: 'The full name', role: 'The role',
-  client_name: 'The name', callback_url: 'The callback URL', allowed_ips: 'The allow list', logo_url: 'The logo',
-};
-
-/**
- * The fields of an edit form the administrator changed, to be saved and no others. Each edit
- * form carries the values its page showed (`was_<field>`); a field sent as shown is left out,
- * so a change someone else made to it since stands: a form saved from an older page gave a
- * demoted administrator the role back and re-admitted a range removed from an allow list (a
- * review helper, 2026-11-27). A field changed here that someone else also changed since the
- * page was shown is refused (409 edit_conflict, naming it): the page comes back with its value
- * now as the one shown, and saving again replaces it. A form without `was_` values (a script)
- * has every field saved, as before. `same` compares two values of a field as the service
- * would store them.
- */
 /**
  * What the page of a refused edit shows, to be saved again: a field the administrator changed
  * keeps what they typed and the value their page had shown (`was_`), so saving again is still
@@ -156,10 +140,7 @@ export function editedFields<K extends string>(
       continue;
     }
     if (same(field, typed[field], was)) continue;
-    if (!same(field, now[field], was) && !same(field, now[field], typed[field])) {
-      throw new AppError(409, 'edit_conflict', `${FIELD_LABELS[field] ?? field} was changed by someone else since this page was opened. `
-        + 'The page now shows what is saved; save again to replace it with yours.', { extra: { field } });
-    }
+    if (!same(field, now[field], was) && !same(field, now[field], typed[field])) throw editConflict(field);
     edited.push(field);
   }
   return edited;

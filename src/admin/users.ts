@@ -4,7 +4,7 @@ import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import type { ListedLink, LinkService } from '../links/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import type { UserService } from '../users/service.ts';
+import type { ShownProfile, UserService } from '../users/service.ts';
 import { type AdminUserRow, findAdminUserRow, searchAdminUsers } from './queries.ts';
 
 /** A user as administrators see it: the public user (docs/contract.md, "Answers") plus active, locked_until, totp_enabled. */
@@ -95,8 +95,8 @@ export function createUserAdmin(deps: { db: Db; users: UserService; links: Pick<
      * The panel's profile form: sets email, full name and role. Answers the names of the
      * fields that really changed (none: nothing was written, UserService.updateProfile).
      */
-    async editProfile(id: number, profile: { email?: string; full_name?: string; role?: string }, actor: Actor): Promise<string[]> {
-      return Object.keys(await users.updateProfile(id, profile, actor));
+    async editProfile(id: number, profile: { email?: string; full_name?: string; role?: string }, actor: Actor, shown?: ShownProfile): Promise<string[]> {
+      return Object.keys(await users.updateProfile(id, profile, actor, shown));
     },
 
     /**

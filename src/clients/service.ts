@@ -1,5 +1,6 @@
 import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
+import { refuseEditConflicts } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { logoUrlProblem } from '../pages/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
@@ -38,6 +39,14 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     updated_at: new Date(c.updated_at).toISOString(),
     previous_secret_expires_at: c.previous_secret_expires_at ? new Date(c.previous_secret_expires_at).toISOString() : null,
   };
+}
+
+/** The values an editing page showed of the fields it saves, as editableValues gives them (409 edit_conflict when one has moved since). */
+export type ShownClient = Partial<Record<'client_name' | 'callback_url' | 'allowed_ips' | 'logo_url', string>>;
+
+/** A client's editable fields as an editing page shows them: the allow list one entry a line, no logo as ''. */
+export function editableValues(c: ClientRecord): Record<'client_name' | 'callback_url' | 'allowed_ips' | 'logo_url', string> {
+  return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -197,6 +206,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       clientId: string,
       patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null },
       actor: Actor,
+      shown?: ShownClient,
     ): Promise<ClientRecord> {
       const changes = {
         clientName: patch.clientName,
@@ -208,6 +218,16 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       // audited by the database (client.update, naming what changed), only when something did
       return refusedAsBadInput(() => db.transaction(async (tx) => {
         await setChangeActor(tx, changeActor(actor));
+        if (shown) {
+          // a field saved from a page that showed another value than the one it replaces (read
+          // under the row's lock): two saves at once from one page cannot both go through
+          const before = await findClient(tx, clientId, { lock: true });
+          if (!before) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+          refuseEditConflicts(shown, editableValues(before), {
+            client_name: changes.clientName, callback_url: changes.callbackUrl,
+            allowed_ips: changes.allowedIps?.join('\n'), logo_url: changes.logoUrl === undefined ? undefined : changes.logoUrl ?? '',
+          });
+        }
         const updated = await updateClient(tx, clientId, changes);
         if (!updated) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
         return updated;

@@ -7,6 +7,7 @@ import { signOutEverywhere } from '../auth/sign-out.ts';
 import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { isUniqueViolation, type Queryable } from '../db/db.ts';
+import { refuseEditConflicts } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { linkNameInUse } from '../links/queries.ts';
 import {
@@ -47,6 +48,9 @@ function byAdministrator(actor: Actor, user: { id: number; username: string }) {
     userAgent: actor.userAgent ?? null,
   };
 }
+
+/** The values an editing page showed of the fields it saves (409 edit_conflict when one has moved since: refuseEditConflicts). */
+export type ShownProfile = Partial<Record<'email' | 'full_name' | 'role', string>>;
 
 /** User administration shared by the command line and the admin API. */
 export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
@@ -96,13 +100,17 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
   }
 
   /** Writes a checked profile change in `tx` (updateProfile). */
-  async function applyProfile(tx: Queryable, id: number, patch: Partial<ProfileFields>, actor: Actor): Promise<Partial<ProfileFields>> {
+  async function applyProfile(tx: Queryable, id: number, patch: Partial<ProfileFields>, actor: Actor, shown?: ShownProfile): Promise<Partial<ProfileFields>> {
     const mayEndAdmin = (patch.role !== undefined && patch.role !== 'admin') || patch.active === false;
     // Demotions and deactivations take the administrators' rows in turn, so two admins
     // demoting each other at once cannot both go through and leave none.
     if (mayEndAdmin) await lockActiveAdmins(tx);
     const user = await updateUserProfile(tx, id, { ...patch, email: patch.email?.trim() });
     if (!user) throw new AppError(404, 'user_not_found', `No user ${id}`);
+    // a field saved from a page that showed another value than the one it replaces (read
+    // under the row's lock): two saves at once from one page cannot both go through
+    refuseEditConflicts(shown, { email: user.before.email, full_name: user.before.full_name ?? '', role: user.before.role },
+      { email: patch.email?.trim(), full_name: patch.full_name, role: patch.role });
     if (mayEndAdmin) await refuseNoAdminLeft(tx);
     const changed: Partial<ProfileFields> = Object.fromEntries(
       PROFILE_FIELDS.filter((k) => user[k] !== user.before[k]).map((k) => [k, user[k]]),
@@ -263,9 +271,9 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
      * when the role did), as client changes are (migration 0009); a change that changes nothing
      * writes nothing. Answers the fields that changed, with their new values.
      */
-    async updateProfile(id: number, patch: Partial<ProfileFields>, actor: Actor): Promise<Partial<ProfileFields>> {
+    async updateProfile(id: number, patch: Partial<ProfileFields>, actor: Actor, shown?: ShownProfile): Promise<Partial<ProfileFields>> {
       checkProfile(id, patch, actor);
-      return db.transaction((tx) => applyProfile(tx, id, patch, actor));
+      return db.transaction((tx) => applyProfile(tx, id, patch, actor, shown));
     },
 
     /** Clears a user's failed-login counter and lock (by id, for the admin API and panel). */
