@@ -4,7 +4,8 @@ import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import type { ListedLink, LinkService } from '../links/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import type { ShownProfile, UserService } from '../users/service.ts';
+import type { UserService } from '../users/service.ts';
+import type { ShownProfile } from '../users/user.ts';
 import { type AdminUserRow, findAdminUserRow, searchAdminUsers } from './queries.ts';
 
 /** A user as administrators see it: the public user (docs/contract.md, "Answers") plus active, locked_until, totp_enabled. */

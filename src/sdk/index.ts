@@ -13,7 +13,7 @@
  * directory and src/webhooks/verify.ts to JavaScript on their own (docs/contract.md, "The
  * SDK package"). Every failure is an SsoError; a refused sign-in is a value.
  */
-import { buildSignInUrl, type CallbackInput, readCallback, sameState } from './sign-in.ts';
+import { buildSignInUrl, type CallbackInput, couldBeToken, readCallback, sameState } from './sign-in.ts';
 
 export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
 export { buildSignInUrl, newState, readCallback, MAX_STATE_LENGTH, type CallbackInput } from './sign-in.ts';
@@ -143,12 +143,6 @@ export class SsoError extends Error {
   }
 }
 
-/** The longest token the service reads (its validation schema's bound). */
-const MAX_TOKEN_LENGTH = 8192;
-
-/** A compact JWS: three base64url parts, as every token the service issues. */
-const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-
 /** How `handleCallback` checks a callback. */
 export interface CallbackOptions {
   /**
@@ -276,7 +270,7 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     if (token === undefined) return { ok: false, reason: 'missing_token', message: 'The callback carries no token' };
     // what the service refuses as bad input before it reads a token (400 validation_error, a
     // throw) is a link someone made up: a refusal like any other forged token
-    if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
+    if (!couldBeToken(token)) {
       return { ok: false, reason: 'invalid_token', message: 'The callback does not carry a token this service issued' };
     }
     try {

@@ -49,6 +49,11 @@ export function readCallback(input: CallbackInput): { token?: string; state?: st
   return { token: one(input.token), state: one(input.state) };
 }
 
+/** Whether a callback's token could be one the service issued: a compact JWS (three base64url parts) it would read (at most 8192 characters). */
+export function couldBeToken(token: string): boolean {
+  return token.length <= 8192 && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+}
+
 /** Compares two states in constant time. */
 export function sameState(expected: string, given: string | undefined): boolean {
   if (given === undefined) return false;

@@ -13,7 +13,7 @@ import { linkNameInUse } from '../links/queries.ts';
 import {
   clearLoginAttempts, countActiveAdmins, findUserById, findUserByUsername, insertUser, lockActiveAdmins, type ProfileFields, setUserActive, updateUserProfile,
 } from './queries.ts';
-import type { UserRecord } from './user.ts';
+import type { ShownProfile, UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
@@ -49,9 +49,6 @@ function byAdministrator(actor: Actor, user: { id: number; username: string }) {
   };
 }
 
-/** The values an editing page showed of the fields it saves (409 edit_conflict when one has moved since: refuseEditConflicts). */
-export type ShownProfile = Partial<Record<'email' | 'full_name' | 'role', string>>;
-
 /** User administration shared by the command line and the admin API. */
 export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   const { db, config, events } = deps;
@@ -67,11 +64,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason, actor: actor.username ?? null, actorUserId: actor.userId ?? null,
     }, keepSid);
 
-  /**
-   * A deactivation: signed out everywhere, and every reset link mailed before it dies. A link
-   * is refused while the user is inactive, but one used after an administrator activates them
-   * again would set the password from a mailbox the deactivation may have been about.
-   */
+  /** A deactivation: signed out everywhere, every reset link dies (it worked again once the user was active again). */
   const deactivated = async (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) => {
     await deletePasswordResets(tx, user.id);
     await signOutByAdministrator(tx, user, actor, 'deactivated');

@@ -9,3 +9,6 @@ export interface UserRecord {
   active: boolean;
   totp_enabled: boolean;
 }
+
+/** The values an editing page showed of the profile fields it saves (409 edit_conflict when one has moved since: refuseEditConflicts). */
+export type ShownProfile = Partial<Record<'email' | 'full_name' | 'role', string>>;
