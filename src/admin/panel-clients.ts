@@ -11,13 +11,6 @@ import { checked, editedFields, refusedEdit, refusedForm, renderAdmin, splitList
 
 type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
 
-function formValuesOf(c: ClientRecord): ClientFormValues {
-  return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
-}
-
-/** What the edit page shows as saved, sent back with the form (`was_<field>`, editedFields). */
-const shownValuesOf = editableValues;
-
 /** The fields of the edit form, each saved only when the administrator changed it (editedFields). */
 const CLIENT_FIELDS = ['client_name', 'callback_url', 'allowed_ips', 'logo_url'] as const;
 
@@ -60,7 +53,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     }, refused === undefined ? {} : refusedForm(refused));
   };
 
-  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown, shown = shownValuesOf(client)) => {
+  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown, shown = editableValues(client)) => {
     renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, shown, previousUntil: previousUntilOf(client) },
       refused === undefined ? {} : refusedForm(refused));
   };
@@ -73,8 +66,9 @@ export function clientPanel(deps: { clients: ClientService }) {
    * is a GET of that page, without the secret, rather than the form sent again.
    */
   const renderRevealed = (req: Request, res: Response, client: ClientRecord, revealed: { secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null }) => {
+    const saved = editableValues(client);
     renderAdmin(req, res, 'client', {
-      section: 'clients', client: toPublicClient(client), form: formValuesOf(client), shown: shownValuesOf(client), previousUntil: previousUntilOf(client),
+      section: 'clients', client: toPublicClient(client), form: saved, shown: saved, previousUntil: previousUntilOf(client),
       revealed, shownAt: `/admin/clients/${encodeURIComponent(client.client_id)}`,
     });
   };
@@ -95,16 +89,16 @@ export function clientPanel(deps: { clients: ClientService }) {
 
   const show: RequestHandler = async (req, res) => {
     const client = await clientOr404(req);
-    renderDetail(req, res, client, formValuesOf(client));
+    renderDetail(req, res, client, editableValues(client));
   };
 
   const update: RequestHandler = async (req, res) => {
-    const client = await clientOr404(req);
+    const clientId = clientIdParam(req);
     const form = input(res, clientForm);
     const typed = { client_name: form.client_name, callback_url: form.callback_url, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
-    const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, shownValuesOf(client), sameClientValue));
+    const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, sameClientValue));
     const shown = Object.fromEntries(CLIENT_FIELDS.flatMap((f) => (edited.has(f) && form[`was_${f}`] !== undefined ? [[f, splitOrKeep(f, form[`was_${f}`]!)]] : [])));
-    await clients.updateClient(client.client_id, {
+    await clients.updateClient(clientId, {
       clientName: edited.has('client_name') ? form.client_name : undefined,
       callbackUrl: edited.has('callback_url') ? form.callback_url : undefined,
       allowedIps: edited.has('allowed_ips') ? splitList(form.allowed_ips) : undefined,
@@ -112,7 +106,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       logoUrl: edited.has('logo_url') ? form.logo_url : undefined,
     }, actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
-    res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
+    res.redirect(303, `/admin/clients/${encodeURIComponent(clientId)}`);
   };
 
   const setActive: RequestHandler = async (req, res) => {
@@ -144,7 +138,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
     const client = await clientOr404(req);
     const posted = req.body as Record<string, unknown>;
-    const { form, shown } = refusedEdit(CLIENT_FIELDS, posted, shownValuesOf(client), err, sameClientValue);
+    const { form, shown } = refusedEdit(CLIENT_FIELDS, posted, editableValues(client), err, sameClientValue);
     renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, err, shown);
   };
 

@@ -1,5 +1,4 @@
 import { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
-import { editConflict } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
 import { type FieldErrors, fieldErrorsOf } from '../pages/field-errors.ts';
@@ -128,20 +127,21 @@ export function refusedEdit<K extends string>(
   return { form, shown };
 }
 
+/**
+ * The fields of an edit form the administrator changed, to be saved and no others. Each edit
+ * form carries the values its page showed (`was_<field>`); a field sent as shown is left out,
+ * so a change someone else made to it since stands: a form saved from an older page gave a
+ * demoted administrator the role back and re-admitted a range removed from an allow list (a
+ * review helper, 2026-11-27). A field changed here that someone else also changed since is
+ * refused by the service that saves it, under the row's lock (refuseEditConflicts, 409
+ * edit_conflict). A form without `was_` values (a script) has every field saved, as before.
+ */
 export function editedFields<K extends string>(
-  fields: readonly K[], typed: Record<K, string>, shown: Partial<Record<`was_${K}`, string>>, now: Record<K, string>,
+  fields: readonly K[], typed: Record<K, string>, shown: Partial<Record<`was_${K}`, string>>,
   same: (field: K, a: string, b: string) => boolean = (_f, a, b) => a.trim() === b.trim(),
 ): K[] {
-  const edited: K[] = [];
-  for (const field of fields) {
+  return fields.filter((field) => {
     const was = shown[`was_${field}` as `was_${K}`];
-    if (was === undefined) {
-      edited.push(field);
-      continue;
-    }
-    if (same(field, typed[field], was)) continue;
-    if (!same(field, now[field], was) && !same(field, now[field], typed[field])) throw editConflict(field);
-    edited.push(field);
-  }
-  return edited;
+    return was === undefined || !same(field, typed[field], was);
+  });
 }

@@ -67,9 +67,8 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
   const update: RequestHandler = async (req, res) => {
     const id = idParam(req);
     const form = input(res, userEditForm);
-    const now = await userAdmin.get(id);
     const typed = { email: form.email, full_name: form.full_name, role: form.role };
-    const edited = editedFields(PROFILE_FIELDS, typed, form, { email: now.email, full_name: now.full_name ?? '', role: now.role });
+    const edited = editedFields(PROFILE_FIELDS, typed, form);
     const shown = Object.fromEntries(edited.flatMap((f) => (form[`was_${f}`] === undefined ? [] : [[f, form[`was_${f}`]!]])));
     const changed = edited.length === 0 ? [] : await userAdmin.editProfile(id, Object.fromEntries(edited.map((f) => [f, typed[f]])), actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, changed.length > 0

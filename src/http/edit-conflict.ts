@@ -8,8 +8,7 @@ const FIELD_LABELS: Record<string, string> = {
 
 /**
  * 409 edit_conflict: `field` was changed by someone else since the page that edits it was
- * shown (src/admin/panel-common.ts, editedFields; checked again under the row's lock by the
- * services that save it).
+ * shown (the panel's edit forms, src/admin/panel-common.ts editedFields).
  */
 export function editConflict(field: string): AppError {
   return new AppError(409, 'edit_conflict', `${FIELD_LABELS[field] ?? field} was changed by someone else since this page was opened. `
