@@ -60,6 +60,11 @@ const SIGN_IN_REFUSALS: Record<string, string> = {
   totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
 };
 
+/** Failed attempts left before the lock after `failedCount` counted failures (a counted one that did not lock leaves at least one). */
+export function attemptsLeft(threshold: number, failedCount: number): number {
+  return Math.max(1, threshold - failedCount);
+}
+
 /** The lock warning of a refusal, with a space before it ('' for anything but the attempt before the lock). */
 export function lockWarning(err: unknown): string {
   return err instanceof CountedFailure && err.warning ? ` ${err.warning}` : '';

@@ -1,7 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
-import { accountLocked, CountedFailure, refuseWhileLocked } from './login-errors.ts';
+import { accountLocked, attemptsLeft, CountedFailure, refuseWhileLocked } from './login-errors.ts';
 import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
@@ -62,7 +62,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
     }
     // the attempt that locks learns it now, not at the next try with the right password
     if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES, true);
-    const remaining = outcome.counted ? Math.max(1, config.LOCKOUT_THRESHOLD - outcome.failedCount) : config.LOCKOUT_THRESHOLD;
+    const remaining = outcome.counted ? attemptsLeft(config.LOCKOUT_THRESHOLD, outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
     throw new CountedFailure(code, remaining, config.LOCKOUT_MINUTES);
   }

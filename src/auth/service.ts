@@ -12,7 +12,7 @@ import { findTokenUser, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { deleteUserSession } from './session-queries.ts';
-import { PasswordChangeRequired, refuseWhileLocked } from './login-errors.ts';
+import { attemptsLeft, PasswordChangeRequired, refuseWhileLocked } from './login-errors.ts';
 import { type AuthChannel, createLoginFailures, type LoginInput } from './login-failures.ts';
 import { OWN_SYSTEM, recordLogout } from './sign-out.ts';
 import { createTwoFactor } from './two-factor.ts';
@@ -29,7 +29,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       const login = normalizeUsername(user.username);
       const counted = await recordLoginFailure(tx, login, config.LOCKOUT_THRESHOLD, config.LOCKOUT_MINUTES);
       if (!counted.counted) return { locked: false, attemptsRemaining: null };
-      if (!counted.lockedUntil) return { locked: false, attemptsRemaining: Math.max(1, config.LOCKOUT_THRESHOLD - counted.failedCount) };
+      if (!counted.lockedUntil) return { locked: false, attemptsRemaining: attemptsLeft(config.LOCKOUT_THRESHOLD, counted.failedCount) };
       await announceLock(tx, login, user, { ...ctx, via: 'two_factor' }, { failedCount: counted.failedCount, lockedUntil: counted.lockedUntil });
       metrics.lockouts.inc();
       return { locked: true, attemptsRemaining: 0 };
