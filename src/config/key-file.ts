@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createWhole } from './create-whole.ts';
 
 /** 32 random bytes in base64url (43 characters), as this module writes them; anything else is no key. */
 const KEY_TEXT = /^[A-Za-z0-9_-]{43,}$/;
@@ -8,9 +9,8 @@ const KEY_TEXT = /^[A-Za-z0-9_-]{43,}$/;
 /**
  * The key kept in `file` for an instance configured without a secret (development): made
  * once, then read by every later start and every instance sharing the directory. The key is
- * written whole under a temporary name and linked into place (a link fails when the name
- * exists: the first instance wins and the others read its key), so the name never holds an
- * empty or partial key that another instance could read. A file that holds no key (emptied,
+ * created whole (createWhole: the first instance wins and the others read its key), so the
+ * name never holds an empty or partial key that another instance could read. A file that holds no key (emptied,
  * or cut short by a crash of a version that wrote it in place) is replaced, never used: an
  * HMAC key of zero bytes would let anyone sign tokens. (Two instances replacing such a file
  * at the same moment can each keep its own key until their next start; development only.)
@@ -28,37 +28,16 @@ export function developmentKey(file: string): string {
   if (existing) return existing;
   mkdirSync(path.dirname(file), { recursive: true });
   const key = randomBytes(32).toString('base64url');
+  if (createWhole(file, key, 0o600)) return key;
+  const theirs = read();
+  if (theirs) return theirs;
+  // the name holds no key: replaced whole (a rename replaces it in one step)
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     writeFileSync(temp, key, { mode: 0o600 });
-    if (createName(temp, file, key)) return key;
-    const theirs = read();
-    if (theirs) return theirs;
     renameSync(temp, file);
     return read() ?? key;
   } finally {
     rmSync(temp, { force: true });
-  }
-}
-
-/**
- * Puts the key written to `temp` at `file` unless that name exists: true when it did. A link
- * fails when the name exists; a file system without hard links creates the name as before
- * (flag wx), which fails the same way.
- */
-function createName(temp: string, file: string, key: string): boolean {
-  const exists = (err: unknown) => (err as NodeJS.ErrnoException).code === 'EEXIST';
-  try {
-    linkSync(temp, file);
-    return true;
-  } catch (err) {
-    if (exists(err)) return false;
-  }
-  try {
-    writeFileSync(file, key, { flag: 'wx', mode: 0o600 });
-    return true;
-  } catch (err) {
-    if (exists(err)) return false;
-    throw err;
   }
 }

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { Config } from '../config.ts';
+import { createWhole } from '../config/create-whole.ts';
 import type { Db } from './db.ts';
 import { openPostgres } from './postgres.ts';
 
@@ -110,26 +110,6 @@ async function releaseLock(lockPath: string): Promise<void> {
   await unlink(lockPath).catch(() => {});
 }
 
-/**
- * Creates `target` holding this process's pid, or fails with EEXIST: the pid is written to a
- * file of its own first and linked into place, so the lock is never seen empty (an opener
- * reading an empty lock took it for stale and removed a live one).
- */
-async function createWithPid(target: string): Promise<void> {
-  const temp = `${target}.${process.pid}.${randomBytes(6).toString('hex')}`;
-  await writeFile(temp, String(process.pid), { flag: 'wx' });
-  try {
-    await link(temp, target);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' || code === 'ENOENT') throw err;
-    // a file system without hard links: created and written in two steps, as before
-    await writeFile(target, String(process.pid), { flag: 'wx' });
-  } finally {
-    await unlink(temp).catch(() => {});
-  }
-}
-
 /** The pid a lock file names, or null when it names none. */
 async function pidIn(file: string): Promise<number | null> {
   const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
@@ -150,19 +130,14 @@ async function pidIn(file: string): Promise<number | null> {
 async function acquireLock(lockPath: string): Promise<number | null> {
   const takeover = `${lockPath}.takeover`;
   for (let attempt = 0; attempt < 100; attempt++) {
-    try {
-      await createWithPid(lockPath);
+    // the pid is never seen missing from the lock (an opener reading an empty lock took it for stale)
+    if (createWhole(lockPath, String(process.pid))) {
       locksHeld.add(lockPath);
       return null;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const pid = await pidIn(lockPath);
     if (pid !== null && !isStale(pid, lockPath)) return pid;
-    try {
-      await createWithPid(takeover);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if (!createWhole(takeover, String(process.pid))) {
       // another opener is taking it over; one that died doing so leaves a takeover to remove
       // (this process holds a takeover only within one turn of this loop: its own pid there is left over too)
       const taker = await pidIn(takeover);
