@@ -1,18 +1,16 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
-import { openPostgres } from '../../src/db/postgres.ts';
 import { REQUIRED_SCHEMA } from '../../src/db/required-schema.ts';
 import { findSchemaProblems, SchemaCheckError } from '../../src/db/schema-check.ts';
 import { createInstance } from '../../src/service.ts';
-import { createMigratedDatabase, startTestApp, TEST_ENV, unique } from '../helpers/app.ts';
-import { onPostgres } from '../helpers/db.ts';
+import { createMigratedDatabase, startTestApp, TEST_ENV } from '../helpers/app.ts';
+import { asRole, onPostgres } from '../helpers/db.ts';
 import { startServerProcess } from '../helpers/processes.ts';
 
 const silent = pino({ level: 'silent' });
@@ -100,35 +98,15 @@ describe('the start-up check of the schema', () => {
 
   it('refuses to start for a database user that may only read', async () => {
     const t = await createMigratedDatabase();
-    const role = unique('auth_reader_');
     try {
-      await t.db.exec(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role};`);
-      let db = t.db;
-      if (onPostgres) {
-        const url = new URL(t.url!);
-        url.username = role;
-        db = openPostgres(url.toString());
-      } else {
-        await t.db.exec(`SET ROLE ${role}`); // the embedded database has one session: it becomes the reader's
-      }
-      try {
+      const reader = (role: string) => `CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role};`;
+      await asRole(t, reader, async (db, role) => {
         const message = await startRefusal(db);
         expect(message).toMatch(new RegExp(`the database user "${role}" may not INSERT, UPDATE, DELETE on users, login_attempts, `));
         expect(message).toMatch(/may not INSERT on audit_log/);
-      } finally {
-        if (onPostgres) await db.close();
-        else await t.db.exec('RESET ROLE');
-      }
+      });
     } finally {
-      if (onPostgres) {
-        await t.drop();
-        const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-        await admin.connect();
-        await admin.query(`DROP ROLE IF EXISTS ${role}`);
-        await admin.end();
-      } else {
-        await t.drop();
-      }
+      await t.drop();
     }
   });
 

@@ -53,6 +53,37 @@ export async function createMigratedTestDatabase(): Promise<{ db: Db; url?: stri
   return createPostgresDatabase(adminUrl, await migratedTemplate(adminUrl));
 }
 
+/**
+ * Runs `fn` on the database `t` as a new role, given what `grants(role)` says (SQL creating and
+ * granting it): on PostgreSQL over a connection of its own, logged in as the role; on the
+ * embedded database, which has one session, after SET ROLE. Afterwards the role is gone (its
+ * privileges dropped); `t` stays the caller's to drop.
+ */
+export async function asRole<T>(t: { db: Db; url?: string }, grants: (role: string) => string, fn: (db: Db, role: string) => Promise<T>): Promise<T> {
+  const role = `auth_role_${randomBytes(4).toString('hex')}`;
+  await t.db.exec(grants(role));
+  try {
+    if (!onPostgres) {
+      await t.db.exec(`SET ROLE ${role}`);
+      try {
+        return await fn(t.db, role);
+      } finally {
+        await t.db.exec('RESET ROLE');
+      }
+    }
+    const url = new URL(t.url!);
+    url.username = role;
+    const db = openPostgres(url.toString());
+    try {
+      return await fn(db, role);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await t.db.exec(`DROP OWNED BY ${role}; DROP ROLE ${role}`);
+  }
+}
+
 async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

@@ -1,10 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { findSchemaProblems } from '../../src/db/schema-check.ts';
-import { openPostgres } from '../../src/db/postgres.ts';
 import { prunePass } from '../../src/retention/pruner.ts';
-import { createMigratedTestDatabase, onPostgres } from '../helpers/db.ts';
+import { asRole, createMigratedTestDatabase } from '../helpers/db.ts';
 
 /**
  * src/db/required-schema.ts: an operator may revoke UPDATE and DELETE on audit_log, and the
@@ -15,41 +12,23 @@ import { createMigratedTestDatabase, onPostgres } from '../helpers/db.ts';
 describe('pruning with an append-only audit log', () => {
   it('prunes every other kind and reports audit_log as not permitted', async () => {
     const t = await createMigratedTestDatabase();
-    const role = `auth_appendonly_${randomBytes(4).toString('hex')}`;
     try {
-      await t.db.exec(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role};
-        GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role};
-        GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};
-        REVOKE UPDATE, DELETE ON audit_log FROM ${role};`);
       await t.db.query("INSERT INTO sessions (sid, sess, expire) VALUES ('expired', '{}', now() - interval '1 hour')");
       await t.db.query("INSERT INTO audit_log (at, action, outcome) VALUES (now() - interval '2 years', 'user.login', 'success')");
-      let db = t.db;
-      if (onPostgres) {
-        const url = new URL(t.url!);
-        url.username = role;
-        db = openPostgres(url.toString());
-      } else {
-        await t.db.exec(`SET ROLE ${role}`);
-      }
-      try {
+      const appendOnly = (role: string) => `CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role};
+        GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};
+        REVOKE UPDATE, DELETE ON audit_log FROM ${role};`;
+      await asRole(t, appendOnly, async (db) => {
         expect(await findSchemaProblems(db), 'a supported configuration: the service starts and is ready').toStrictEqual([]);
         const report = await prunePass(db, { TOKEN_RETENTION: 86_400_000, WEBHOOK_RETENTION: 30 * 86_400_000, AUDIT_RETENTION: 365 * 86_400_000, LOCKOUT_MINUTES: 30 });
         expect(report.notPermitted).toStrictEqual(['audit_log']);
         expect(report.counts.sessions, 'the kinds after audit_log are pruned').toBe(1);
         expect((await db.query("SELECT 1 FROM sessions WHERE sid = 'expired'")).rowCount).toBe(0);
         expect((await db.query("SELECT 1 FROM audit_log WHERE at < now() - interval '1 year'")).rowCount, 'the audit row is kept').toBe(1);
-      } finally {
-        if (onPostgres) await db.close();
-        else await t.db.exec('RESET ROLE');
-      }
+      });
     } finally {
       await t.drop();
-      if (onPostgres) {
-        const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-        await admin.connect();
-        await admin.query(`DROP ROLE IF EXISTS ${role}`);
-        await admin.end();
-      }
     }
   });
 });
