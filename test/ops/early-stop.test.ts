@@ -21,7 +21,10 @@ const demoRows = async (dataDir: string) => {
   }
 };
 
-const env = (dataDir: string) => ({ ...process.env, ...TEST_ENV, BCRYPT_COST: '12', LOG_LEVEL: 'info', DATA_DIR: dataDir });
+/** The service as `npm start` runs it from source, on the embedded database in `dataDir`. */
+const startService = (dataDir: string) => spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  cwd: ROOT, env: { ...process.env, ...TEST_ENV, BCRYPT_COST: '12', LOG_LEVEL: 'info', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'],
+});
 
 /**
  * The first start on the embedded database seeds a demo client and user after it listens. A
@@ -31,7 +34,7 @@ const env = (dataDir: string) => ({ ...process.env, ...TEST_ENV, BCRYPT_COST: '1
 describe.skipIf(onPostgres && 'embedded only')('a stop asked for as soon as the service listens', () => {
   it('is graceful (exit 0) and leaves the demo whole', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-early-term-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: env(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = startService(dataDir);
     const exited = once(child, 'exit');
     await listeningUrl(child);
     child.kill('SIGTERM');
@@ -42,7 +45,7 @@ describe.skipIf(onPostgres && 'embedded only')('a stop asked for as soon as the 
 
   it('a demo left half-made (its user, not yet its client) is finished by the next start', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-half-demo-'));
-    const first = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: env(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const first = startService(dataDir);
     let exited = once(first, 'exit');
     await listeningUrl(first);
     first.kill('SIGTERM');
@@ -50,7 +53,7 @@ describe.skipIf(onPostgres && 'embedded only')('a stop asked for as soon as the 
     const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
     await db.query("DELETE FROM clients WHERE client_id = 'demo'"); // as a stop between the two leaves it
     await db.close();
-    const again = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: env(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const again = startService(dataDir);
     exited = once(again, 'exit');
     let output = '';
     again.stdout.on('data', (c: Buffer) => (output += c.toString()));
