@@ -77,6 +77,9 @@ export const webhookEditForm = z.object({
   url: text(2048).trim().min(1, 'enter the receiver URL'),
   secret: text(512).default(''),
   events: z.union([z.string(), z.array(z.string())]).optional(),
+  // the values the page showed (editedFields, src/admin/panel-common.ts); the events comma-separated
+  was_url: text(2048).optional(),
+  was_events: text(2000).optional(),
 });
 
 /** Deleting a webhook needs its confirmation box ticked. */

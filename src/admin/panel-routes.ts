@@ -155,7 +155,7 @@ export const ADMIN_PANEL_ROUTES = [
     method: 'post', path: '/admin/webhooks/:id', summary: 'Change a webhook\'s URL, events or secret (an empty secret keeps it)', example: { url: 'https://shop.example/hooks/auth-v2', secret: '', events: ['user.login'] }, responses: { ...formDone('the webhook'), 404: pageError('No such webhook') },
     bodyType: 'form', body: webhookEditForm,
     handle: hooks.handle((h) => h.update),
-    onError: () => back(hook),
+    onError: (s) => hooks.onError((h) => h.updateFailed(back(hook)))(s),
   }),
   panel({
     method: 'post', path: '/admin/webhooks/:id/active', summary: 'Activate or deactivate a webhook', example: { active: 'false' }, responses: { ...formDone('the webhook'), 404: pageError('No such webhook') },

@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
@@ -9,7 +9,7 @@ import { registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.
 import type { WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, webhookEditForm, webhookForm } from './form-schemas.ts';
-import { refusedForm, renderAdmin } from './panel-common.ts';
+import { editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
 import { listWebhookSummaries } from './webhooks.ts';
 
 /** The ticked event checkboxes: none, one (a string) or several. */
@@ -24,6 +24,12 @@ function apiInput<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   // `field` lets the page mark the input at fault (see pages/field-errors.ts)
   throw new AppError(400, 'validation_error', field === 'events' ? 'Tick at least one event.' : `${field}: ${issue.message}`, { extra: { field } });
 }
+
+/** The edit form's fields saved only when changed (editedFields); the events as one comma-separated value. */
+const EDIT_FIELDS = ['url', 'events'] as const;
+/** The events compare as a set; the URL as typed, spaces around it aside. */
+const sameEditValue = (field: (typeof EDIT_FIELDS)[number], a: string, b: string): boolean =>
+  (field === 'events' ? a.split(',').filter(Boolean).sort().join() === b.split(',').filter(Boolean).sort().join() : a.trim() === b.trim());
 
 /** What each event means, for the checkboxes (docs/contract.md, "Webhooks"). */
 export const EVENT_LABELS: Record<string, string> = {
@@ -69,20 +75,49 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     const id = idParam(req);
     const webhook = (await webhooks.list()).find((w) => w.id === id);
     if (!webhook) throw new AppError(404, 'webhook_not_found', 'There is no webhook with this id.');
-    renderAdmin(req, res, 'webhook', { section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(id, 100) });
+    const form = { url: webhook.url, events: webhook.events, was_url: webhook.url, was_events: webhook.events.join(',') };
+    renderAdmin(req, res, 'webhook', { section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(id, 100), form });
   };
 
-  /** The edit form: URL, events and, when one is typed, a new secret (PATCH /api/webhooks/:id's rules). */
+  /**
+   * The edit form: URL, events and, when one is typed, a new secret (PATCH /api/webhooks/:id's
+   * rules). Only the fields the administrator changed are saved (the form carries what its
+   * page showed, `was_url` and `was_events`: editedFields), so a change another administrator
+   * made since to the other field stands, and one to the same field is edit_conflict.
+   */
   const update: RequestHandler = async (req, res) => {
     const id = idParam(req);
     const form = input(res, webhookEditForm);
+    const typed = { url: form.url, events: ticked(form.events).join(',') };
+    const edited = editedFields(EDIT_FIELDS, typed, form, sameEditValue);
     const parsed = apiInput(updateWebhookSchema, { url: form.url, events: ticked(form.events), ...(form.secret === '' ? {} : { secret: form.secret }) });
-    await webhooks.update(id, parsed, actorOf(req, res, 'admin_panel'));
+    const shown = { url: edited.includes('url') ? form.was_url : undefined, events: edited.includes('events') ? form.was_events?.split(',').filter(Boolean) : undefined };
+    await webhooks.update(id, {
+      url: edited.includes('url') ? parsed.url : undefined, events: edited.includes('events') ? parsed.events : undefined, secret: parsed.secret,
+    }, actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, {
       type: 'success',
       text: form.secret === '' ? 'The webhook was saved.' : 'The webhook was saved. Every later attempt, retries included, is signed with the new secret.',
     });
     res.redirect(303, `/admin/webhooks/${id}`);
+  };
+
+  /**
+   * A save refused because someone else changed a field since the page was shown
+   * (edit_conflict) shows the form again with what was typed, judged now against what is
+   * saved (refusedEdit); any other refusal goes back to the page with the reason (`back`).
+   */
+  const updateFailed = (back: ErrorRequestHandler): ErrorRequestHandler => async (err, req, res, next) => {
+    if (!(err instanceof AppError) || err.code !== 'edit_conflict') return back(err, req, res, next);
+    const webhook = (await webhooks.list()).find((w) => w.id === idParam(req));
+    if (!webhook) return back(err, req, res, next);
+    const body = req.body as Record<string, unknown>;
+    const posted = { ...body, events: ticked(body.events as string | string[] | undefined).join(',') };
+    const { form, shown } = refusedEdit(EDIT_FIELDS, posted, { url: webhook.url, events: webhook.events.join(',') }, err, sameEditValue);
+    renderAdmin(req, res, 'webhook', {
+      section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(webhook.id, 100),
+      form: { url: form.url, events: form.events.split(',').filter(Boolean), was_url: shown.url, was_events: shown.events },
+    }, refusedForm(err));
   };
 
   const setActive: RequestHandler = async (req, res) => {
@@ -107,5 +142,5 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     res.redirect(303, `/admin/webhooks/${id}`);
   };
 
-  return { list, register, registerFailed, show, update, setActive, remove, redeliver };
+  return { list, register, registerFailed, show, update, updateFailed, setActive, remove, redeliver };
 }

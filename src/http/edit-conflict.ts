@@ -4,6 +4,7 @@ import { AppError } from './errors.ts';
 const FIELD_LABELS: Record<string, string> = {
   email: 'The email address', full_name: 'The full name', role: 'The role',
   client_name: 'The name', callback_url: 'The callback URL', allowed_ips: 'The allow list', logo_url: 'The logo',
+  url: 'The receiver URL', events: 'The events',
 };
 
 /**
@@ -11,7 +12,8 @@ const FIELD_LABELS: Record<string, string> = {
  * shown (the panel's edit forms, src/admin/panel-common.ts editedFields).
  */
 export function editConflict(field: string): AppError {
-  return new AppError(409, 'edit_conflict', `${FIELD_LABELS[field] ?? field} was changed by someone else since this page was opened. `
+  const label = FIELD_LABELS[field] ?? field;
+  return new AppError(409, 'edit_conflict', `${label} ${field === 'events' ? 'were' : 'was'} changed by someone else since this page was opened. `
     + 'The page now shows what is saved; save again to replace it with yours.', { extra: { field } });
 }
 

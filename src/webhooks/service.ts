@@ -1,6 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
+import { refuseEditConflicts } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
 import type { EventType } from './events.ts';
@@ -24,6 +25,11 @@ function toPublic(w: WebhookRecord, detailed = false): PublicWebhook {
 }
 
 const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
+
+/** A list of events as one comparable value: the same events in any order or repeated compare equal. */
+function eventSet(events: readonly string[]): string {
+  return [...new Set(events)].sort().join(',');
+}
 
 function audit(actor: Actor) {
   return { userId: actor.userId ?? null, username: actor.username ?? null, ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null };
@@ -79,11 +85,14 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
      * URL and secret. Turning it off closes its pending deliveries as failed (as the panel's
      * Disable and a receiver's 410 do). Audited with what really changed (compared with the row
      * before), never the secret itself; a change that changes nothing is not audited.
+     * `shown`: the URL and events the editing page showed (the panel's form); a field saved
+     * here that someone else changed since is refused, under the row's lock (409 edit_conflict).
      */
     async update(
       id: number,
       input: { url?: string; events?: EventType[]; active?: boolean; secret?: string },
       actor: Actor,
+      shown?: { url?: string; events?: readonly string[] },
     ): Promise<PublicWebhook> {
       const url = input.url === undefined ? undefined : (await checkedUrl(input.url)).toString();
       const events = input.events === undefined ? undefined : [...new Set(input.events)];
@@ -92,13 +101,16 @@ export function createWebhookService(deps: Pick<Deps, 'db' | 'config' | 'events'
         const closing = input.active === false || events !== undefined;
         const before = Number.isSafeInteger(id) ? await lockWebhook(tx, id, closing) : null;
         if (!before) throw new AppError(404, 'webhook_not_found', `No webhook ${id}`);
+        // a field the editing page showed otherwise than it is now, and saved as neither: someone else's change (the panel's form)
+        refuseEditConflicts(shown && { url: shown.url, events: shown.events && eventSet(shown.events) },
+          { url: before.url, events: eventSet(before.events) }, { url, events: events && eventSet(events) });
         await updateWebhook(tx, id, { url, events, secret: input.secret, active: input.active === true ? true : undefined });
         if (input.active === false && before.active) await disableWebhook(tx, id, `disabled by ${actor.username ?? 'an administrator'}`);
         const after = (await findWebhook(tx, id))!;
-        // what really changed (the panel's form sends every field): a save that changes nothing writes no entry
+        // what really changed (a form or a PATCH may send fields as they are): a save that changes nothing writes no entry
         const changed = [
           ...(after.active !== before.active ? ['active'] : []),
-          ...([...after.events].sort().join() !== [...before.events].sort().join() ? ['events'] : []),
+          ...(eventSet(after.events) !== eventSet(before.events) ? ['events'] : []),
           ...(after.secret !== before.secret ? ['secret'] : []),
           ...(after.url !== before.url ? ['url'] : []),
         ];

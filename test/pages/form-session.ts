@@ -26,11 +26,13 @@ export function formSession(target: Target) {
   return {
     cookies,
     get: async (path: string, extra?: Record<string, string>) => remember(await send(target, relative(path), { method: 'GET', headers: headers(extra) })),
-    post: async (path: string, fields: Record<string, string>, extra?: Record<string, string>) =>
+    /** Posts `fields` as a browser would: a list (ticked checkboxes of one name) as that name repeated. */
+    post: async (path: string, fields: Record<string, string | string[]> | URLSearchParams, extra?: Record<string, string>) =>
       remember(await send(target, relative(path), {
         method: 'POST',
         headers: headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
-        body: new URLSearchParams(fields).toString(),
+        body: (fields instanceof URLSearchParams ? fields
+          : new URLSearchParams(Object.entries(fields).flatMap(([k, v]) => ([] as string[]).concat(v).map((x) => [k, x])))).toString(),
       })),
   };
 }

@@ -246,6 +246,5 @@ describe('changing a webhook', () => {
 
 /** Posts a urlencoded body with repeated fields (one per ticked checkbox) through a form session, with its cookies. */
 function fetchForm(s: ReturnType<typeof formSession>, path: string, body: URLSearchParams) {
-  // formSession.post encodes with new URLSearchParams(fields), which takes a URLSearchParams as it is
-  return s.post(path, body as unknown as Record<string, string>);
+  return s.post(path, body);
 }
