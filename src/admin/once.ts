@@ -20,9 +20,10 @@ export const SUBMISSION_KEY = /^[A-Za-z0-9_-]{22}$/;
  * the client), the form's `submission` field and a digest of what else the form says: the
  * same key with other fields (edited after Back) is another submission. A form without the
  * field (an older page, a script) runs every time. In
- * memory of this instance only (a double submit arrives where the first did, on its
- * connection) and never in the session, which is a database row (secrets are only ever
- * stored hashed). A failed run is forgotten at once, so sending the form again retries it.
+ * memory of this instance only, never in the session, which is a database row (secrets are
+ * only ever stored hashed): behind a load balancer a browser session's panel requests must
+ * all reach one instance, as deploy/nginx.conf sends them (by the session cookie), or a
+ * double submit that reaches another instance runs again. A failed run is forgotten at once, so sending the form again retries it.
  *
  * Written by hand: idempotency-key middleware for Express stores whole responses for APIs and
  * needs a store of its own; this is one map over the panel's own handlers.
