@@ -2,7 +2,7 @@ import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import { accountLocked, attemptsLeft, CountedFailure, refuseWhileLocked } from './login-errors.ts';
-import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
+import { findLoginUser, type LockLeft, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
 export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor';
@@ -89,7 +89,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
   }
 
   /** An attempt while the name is locked: not counted, not checked, but audited. */
-  async function refuseLocked(login: string, remainingMinutes: number, input: LoginInput): Promise<never> {
+  async function refuseLocked(login: string, left: LockLeft, input: LoginInput): Promise<never> {
     const user = await findLoginUser(db, login);
     await db.transaction(async (tx) => {
       await writeAudit(tx, {
@@ -101,7 +101,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
       });
     });
     metrics.loginFailures.inc({ reason: metricFailureReason('account_locked') });
-    throw accountLocked(remainingMinutes);
+    throw accountLocked(left);
   }
 
   return { fail, announceLock, refuseLocked };

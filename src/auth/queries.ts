@@ -39,15 +39,23 @@ export async function credentialsNow(q: Queryable, userId: number, checkedHash: 
   return row.active ? { state: 'unchanged', version: row.version, mustChange: row.must_change_password } : { state: 'inactive' };
 }
 
-/** The lock of a login name while it lasts: when it ends and the whole minutes left (rounded up). */
-export async function activeLock(q: Queryable, login: string): Promise<{ locked_until: Date; remaining_minutes: number } | null> {
-  const r = await q.query<{ locked_until: Date; remaining_minutes: number }>(
-    `SELECT locked_until, CEIL(EXTRACT(EPOCH FROM (locked_until - now())) / 60)::int AS remaining_minutes
+/** How long a lock has left: whole minutes (rounded up, as the answer's body says them) and seconds (rounded up, its Retry-After). */
+export interface LockLeft {
+  remaining_minutes: number;
+  remaining_seconds: number;
+}
+
+/** The lock of a login name while it lasts: when it ends and what is left of it. */
+export async function activeLock(q: Queryable, login: string): Promise<({ locked_until: Date } & LockLeft) | null> {
+  const r = await q.query<{ locked_until: Date; remaining_seconds: number }>(
+    `SELECT locked_until, CEIL(EXTRACT(EPOCH FROM (locked_until - now())))::int AS remaining_seconds
      FROM login_attempts WHERE login = $1 AND locked_until > now()`,
     [login],
   );
   const row = r.rows[0];
-  return row ? { locked_until: new Date(row.locked_until), remaining_minutes: Math.max(1, Number(row.remaining_minutes)) } : null;
+  if (!row) return null;
+  const seconds = Math.max(1, Number(row.remaining_seconds));
+  return { locked_until: new Date(row.locked_until), remaining_seconds: seconds, remaining_minutes: Math.ceil(seconds / 60) };
 }
 
 /** What counting one failed sign-in did. */

@@ -101,7 +101,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
       const lock = await activeLock(tx, login);
       if (lock) {
         await failure(tx, 'account_locked');
-        return { refused: accountLocked(lock.remaining_minutes) };
+        return { refused: accountLocked(lock) };
       }
       try {
         return { done: await change(tx) };
@@ -112,7 +112,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
         if (counted.locked) return { refused: accountLocked(config.LOCKOUT_MINUTES, true) };
         if (counted.attemptsRemaining === null) { // not counted: a failure elsewhere locked the name meanwhile
           const since = await activeLock(tx, login);
-          return { refused: since ? accountLocked(since.remaining_minutes) : err };
+          return { refused: since ? accountLocked(since) : err };
         }
         return { refused: new CountedFailure(err.code, counted.attemptsRemaining, config.LOCKOUT_MINUTES, { status: err.status, message: err.message }) };
       }

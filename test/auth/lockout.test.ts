@@ -36,6 +36,18 @@ describe('account lockout', () => {
     expect(viaToken.status, 'the token login shares the counter').toBe(423);
   });
 
+  it('says in Retry-After how long the lock really lasts, in seconds; the body\'s minutes are rounded up', async () => {
+    const user = await makeUser(app);
+    for (let i = 1; i <= 5; i++) await login(user.username, `wrong ${i}`);
+    await app.db.query("UPDATE login_attempts SET locked_until = now() + interval '61 seconds' WHERE login = $1", [user.username.toLowerCase()]);
+    const r = await login(user.username, user.password);
+    expect(r.status).toBe(423);
+    expect(r.body.remaining_minutes, 'two minutes, rounded up').toBe(2);
+    const retryAfter = Number(r.headers['retry-after']);
+    expect(retryAfter, `Retry-After for a lock ending in 61 s: ${r.headers['retry-after']}`).toBeGreaterThanOrEqual(58);
+    expect(retryAfter).toBeLessThanOrEqual(61);
+  });
+
   it('does not count or extend on attempts during the lock', async () => {
     const user = await makeUser(app);
     for (let i = 0; i < 5; i++) await login(user.username, 'wrong');
