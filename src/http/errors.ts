@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { isApiPath } from './api-paths.ts';
@@ -76,6 +77,34 @@ function bodyParserAnswer(err: unknown): [number, string, string] | undefined {
 
 /** Turns any error into a JSON answer `{error, message}`; never a stack trace. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
+  const handle = answerError(logger);
+  // Never fails: Express would hand a failure here to its finalhandler, an HTML page with the
+  // stack outside production; a log sink that throws, say, still gets the JSON 500.
+  return (thrown, req, res, next) => {
+    try {
+      handle(thrown, req, res, next);
+    } catch {
+      answerInternalError(res);
+    }
+  };
+}
+
+/** The body of a 500, written without anything that could fail again. */
+const INTERNAL_ERROR = JSON.stringify({ error: 'internal_error', message: 'Internal server error' });
+
+/** A JSON 500 (when the answer has not begun; otherwise the connection is closed). */
+export function answerInternalError(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.statusCode = 500;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(Buffer.byteLength(INTERNAL_ERROR)));
+  res.end(INTERNAL_ERROR);
+}
+
+function answerError(logger: Logger): ErrorRequestHandler {
   return (thrown, req, res, _next) => {
     if (res.headersSent) {
       res.destroy();

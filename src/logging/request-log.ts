@@ -81,7 +81,11 @@ export function requestLogger(logger: Logger): RequestHandler {
       const level = levelFor(request, res);
       if (!logger.isLevelEnabled(level)) return;
       const message = res.writableEnded ? `${req.method} ${res.statusCode}` : `${req.method} aborted before the answer`;
-      logger[level]({ req: requestFields(request), res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - start) }, message);
+      try {
+        logger[level]({ req: requestFields(request), res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - start) }, message);
+      } catch {
+        // a log sink that throws: run from the response's 'close', this would end the process
+      }
     });
     next();
   };

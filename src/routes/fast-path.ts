@@ -1,5 +1,7 @@
+import dc from 'node:diagnostics_channel';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from 'express';
+import { answerInternalError } from '../http/errors.ts';
 import { leanJsonResponse } from '../http/fast-json.ts';
 import type { AnyRoute } from './declare.ts';
 
@@ -54,10 +56,14 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
     byTarget.set(r.route.path, { ...r, method: r.route.method.toUpperCase() });
   }
 
-  /** Serves the request if it is for a hot route written exactly as declared; false otherwise. */
+  /**
+   * Serves the request if it is for a hot route written exactly as declared, and no tracer
+   * listens to Express's router (then Express serves it, and publishes its steps); false
+   * otherwise.
+   */
   function serveHot(incoming: IncomingMessage, outgoing: ServerResponse): boolean {
     const hot = byTarget.get(incoming.url!);
-    if (!hot || hot.method !== incoming.method) return false;
+    if (!hot || hot.method !== incoming.method || traced()) return false;
     // What Express's app.handle and router.handle do before the first layer
     // (node_modules/express/lib/application.js, node_modules/router/index.js).
     const req = incoming as Request;
@@ -80,6 +86,18 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
     serveHot,
     serverOptions: { IncomingMessage: bornAs(IncomingMessage, app.request), ServerResponse: BornResponse },
   };
+}
+
+/**
+ * Express's router (router 2.3, node_modules/router/lib/tracing.js) publishes every step it
+ * runs on this channel while anyone subscribes to it: tracing agents do, and they follow a
+ * request's database calls through it. The fast path runs the steps without publishing, so
+ * while there are subscribers the hot routes are left to Express.
+ */
+const routerChannel = dc.tracingChannel('express.router.request');
+function traced(): boolean {
+  const c = routerChannel;
+  return c.start.hasSubscribers || c.end.hasSubscribers || c.asyncStart.hasSubscribers || c.asyncEnd.hasSubscribers || c.error.hasSubscribers;
 }
 
 /*
@@ -140,9 +158,9 @@ function bornAs<T extends abstract new (...args: never[]) => object>(base: T, pr
  * the route (`routeStart`) never enters it: a route does not match with a pending error
  * (node_modules/router/index.js), so it ends in `onError`, as does an error no error step is
  * left for. `next('route')` and `next('router')` leave the route, as in Express, for the last
- * step (the 404 that follows). Should the error handler itself fail, the answer is a bare
- * 500, or the connection is closed when the answer had begun (Express's finalhandler does
- * the same).
+ * step (the 404 that follows). The error handler does not fail (src/http/errors.ts); should it
+ * all the same, the answer is its JSON 500, or the connection is closed when the answer had
+ * begun.
  */
 function runSteps(steps: readonly Step[], routeStart: number, req: Request, res: Response, onError: ErrorRequestHandler): void {
   let i = 0;
@@ -150,11 +168,7 @@ function runSteps(steps: readonly Step[], routeStart: number, req: Request, res:
     try {
       onError(err, req, res, () => {});
     } catch {
-      if (res.headersSent) res.destroy();
-      else {
-        res.statusCode = 500;
-        res.end();
-      }
+      answerInternalError(res);
     }
   };
   const settle = (ret: unknown) => {
