@@ -25,17 +25,30 @@ const canonical = new Map<string, string>();
 function canonicalAddress(raw: string): string {
   let text = canonical.get(raw);
   if (text === undefined) {
-    if (!couldBeAddress(raw)) return normalizeIp(raw);
+    if (!couldBeAddress(raw)) return normalizeIp(withoutPort(raw));
     const key = ownCopy(raw);
-    text = normalizeIp(key);
+    text = normalizeIp(withoutPort(key));
     if (canonical.size >= 10_000) canonical.clear();
     canonical.set(key, text);
   }
   return text;
 }
 
-/** The longest text of an IP address (IPv6 with an IPv4 tail); longer is never remembered. */
-const LONGEST_ADDRESS = 45;
+/** The longest text of an IP address (IPv6 with an IPv4 tail, in brackets with a port); longer is never remembered. */
+const LONGEST_ADDRESS = 53;
+
+/** `a.b.c.d:port`, `[v6]:port` and `[v6]`: how some proxies write a forwarded hop. */
+const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}|\[([0-9A-Za-z:.%_-]+)\](?::\d{1,5})?)$/;
+
+/**
+ * The address of a forwarded hop written with a port (Azure's gateway and IIS's ARR write
+ * them so): every connection comes from another port, and keyed with it one caller had a new
+ * rate-limit budget on each (a review helper, 2026-11-27).
+ */
+function withoutPort(text: string): string {
+  const m = WITH_PORT.exec(text);
+  return m ? (m[1] ?? m[2]) : text;
+}
 
 /** Whether a string is short enough to be an address, and so to be remembered. */
 export function couldBeAddress(text: string): boolean {

@@ -34,6 +34,17 @@ describe('the login limit is per IP address', () => {
     expect((await login(`${prefix}:1::11`)).status).toBe(429);
   });
 
+  it('counts a forwarded hop written with a port (ip:port, [v6]:port, as some proxies write them) as its address, whatever the port', async () => {
+    const v4 = `203.0.113.${1 + randomBytes(1)[0] % 250}`;
+    const v6 = `2001:db8:${randomBytes(2).toString('hex')}::7`;
+    for (const hops of [[`${v4}:40001`, `${v4}:40002`, `${v4}:40003`], [`[${v6}]:40001`, `[${v6}]:40002`, `[${v6}]`]]) {
+      const login = (hop: string) => app.http.post('/api/auth/login', { login: unique('nobody'), password: 'wrong' }, { headers: { 'x-forwarded-for': hop } });
+      expect((await login(hops[0])).status).toBe(401);
+      expect((await login(hops[1])).status).toBe(401);
+      expect((await login(hops[2])).status, `the third login of one address in a minute (limit 2): ${hops.join(', ')}`).toBe(429);
+    }
+  });
+
   it('counts failed client authentications of IPv6 callers by their /64 too', async () => {
     const client = await makeClient(app, { allowedIps: ['2001:db8::/32', '127.0.0.1'] });
     const user = await makeUser(app);
