@@ -20,6 +20,8 @@ export interface FailureLimit {
   refusedFor(address: string): number;
   /** Counts one failure of `address`: the seconds it is now refused for, or 0. */
   count(address: string): Promise<number>;
+  /** Notes a request refused for its address (`auth_rate_limited_total`). */
+  noteRefusal(): void;
 }
 
 /** How many refused addresses one instance remembers: past that the oldest are forgotten (their count stays in the store). */
@@ -27,6 +29,7 @@ const MAX_REFUSED = 10_000;
 
 export function createFailureLimit(
   limit: number, windowMs: number, store: Store = new MemoryStore(), keyOf: (address: string) => string = (address) => address,
+  onRefusal: () => void = () => {},
 ): FailureLimit {
   // With Redis down at start the store's script load fails: the other limiters already warned
   // of it, and the first count afterwards loads it again or reports the outage (503)
@@ -53,5 +56,6 @@ export function createFailureLimit(
       refused.set(key, until);
       return waitOf(until);
     },
+    noteRefusal: onRefusal,
   };
 }

@@ -192,7 +192,8 @@ export function createRateLimiters(
     tokenIssue: limiter('token', config.RATE_LIMIT_TOKEN_PER_MIN, (_req, res) => String((res.locals.client as { client_id: string }).client_id)),
     user,
     userWhenSignedIn: (req, res, next) => (res.locals.user ? user(req, res, next) : next()),
-    clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures'), addressKey),
+    clientAuthFailures: createFailureLimit(config.RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN, WINDOW_MS, store('client-auth-failures'), addressKey,
+      () => metrics?.rateLimited.inc({ limiter: 'client_auth' })),
     async close() {
       // QUIT is a command like any other: bounded, and a Redis that does not answer it is left
       await redis?.quit().catch(() => redis.disconnect());
