@@ -31,7 +31,7 @@ export interface ParsedArgs {
 
 export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s admin -- <command> [--json])
 
-  client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--id CLIENT_ID]
+  client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--allow-everything] [--id CLIENT_ID]
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
   client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)

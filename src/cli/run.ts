@@ -58,7 +58,9 @@ export async function runAdmin(argv: string[], io: CliIo): Promise<number> {
     return await run(argv, io);
   } catch (err) {
     if (err instanceof AppError || err instanceof ConfigError || err instanceof EnvFileError) {
-      io.stderr(`${err.message}\n`);
+      // the panel and the API confirm with a box or a field; here it is an option
+      const hint = err instanceof AppError && err.code === 'allow_everything_unconfirmed' ? ' (pass --allow-everything)' : '';
+      io.stderr(`${err.message}${hint}\n`);
       return err instanceof AppError && err.code === 'usage' ? 2 : 1;
     }
     // an unknown option or a missing value is a usage error like any other: 2, as npm run seed

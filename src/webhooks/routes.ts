@@ -71,7 +71,7 @@ export const WEBHOOK_ROUTES = [
   route({
     method: 'post', path: '/api/webhooks/:id/deliveries/:delivery/redeliver', tag: 'Webhooks', access: 'admin', limit: 'user', params: redeliveryId,
     summary: 'Send a finished delivery again (same delivery id)',
-    responses: { 202: { description: 'Queued', schema: R.redelivery }, 400: badId, 404: err('No such webhook or delivery'), 409: err('Still pending'), ...guarded },
+    responses: { 202: { description: 'Queued', schema: R.redelivery }, 400: badId, 404: err('No such webhook or delivery'), 409: err('The delivery is still pending (delivery_pending), or the webhook is disabled (webhook_inactive)'), ...guarded },
     handle: ({ webhooks }) => async ({ req, res, params }) => {
       res.status(202).json(await webhooks.redeliver(params.id, params.delivery, actorOf(req, res, 'admin_api')));
     },

@@ -83,6 +83,17 @@ describe('admin command line: client new-secret and client update', () => {
     expect(long.stderr).not.toMatch(/^admin:/);
   });
 
+  it('0.0.0.0/0 is refused without --allow-everything, and the message and --help say how to confirm it', async () => {
+    const refused = await admin(app, ['client', 'create', '--name', 'Open', '--callback-url', 'https://open.example/cb', '--allow-ip', '0.0.0.0/0', '--id', 'cli-open']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe('0.0.0.0/0 admits every address; confirm to save it (pass --allow-everything)\n');
+    const help = await admin(app, ['--help']);
+    expect(help.stdout + help.stderr).toMatch(/client create [^\n]*\[--allow-everything\]/);
+    const created = await admin(app, ['client', 'create', '--name', 'Open', '--callback-url', 'https://open.example/cb', '--allow-ip', '0.0.0.0/0', '--id', 'cli-open', '--allow-everything', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout).allowed_ips).toStrictEqual(['0.0.0.0/0']);
+  });
+
   it('a client created by the command line is audited and announced exactly once (by the database, not twice)', async () => {
     const hook = await subscribe(app, ['client.registered']);
     const r = await admin(app, ['client', 'create', '--name', 'Once', '--callback-url', 'https://once.example/cb', '--id', 'cli-once']);
