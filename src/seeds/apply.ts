@@ -2,6 +2,7 @@ import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
 import { checkCallbackUrl } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
+import { tableStates, writesBeyondClients } from './table-writes.ts';
 import { allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
@@ -60,6 +61,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     const table = await clientsTable(tx);
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
+      const tablesBefore = await tableStates(tx, table.oid);
       try {
         await tx.exec(file.sql);
       } catch (err) {
@@ -72,6 +74,9 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       // the scan's backstop: triggers left off (a trigger's off switch the scan did not read)
       const off = await clientTriggersOff(tx, table);
       if (off.length > 0) throw new SeedError(file.name, `${off.join(', ')} after the file: ${TRIGGERS_STAY_ON}`);
+      // only the clients table is audited, by its triggers: a change elsewhere would not be
+      const beyond = writesBeyondClients(tablesBefore, await tableStates(tx, table.oid), table.oid);
+      if (beyond.length > 0) throw new SeedError(file.name, `a seed file may change only the clients table; it ${beyond.join('; ')}`);
     }
     // what a file SET for its session ends with the run (the service's own session on the embedded database)
     await restoreSessionSettings(tx, session);

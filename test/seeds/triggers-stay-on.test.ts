@@ -10,6 +10,7 @@ import { triggerSwitch } from '../../src/seeds/apply.ts';
 import { auditOf } from '../admin/support.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { makeUser } from '../helpers/factories.ts';
 import { projectWith, seed } from './support.ts';
 
 const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
@@ -19,6 +20,10 @@ const triggersOn = async (app: TestApp) => (await app.db.query<{ tgname: string;
 
 const exists = async (app: TestApp, id: string) => (await app.db.query('SELECT 1 FROM clients WHERE client_id = $1', [id])).rowCount === 1;
 
+/** A client row as a dump (pg_dump) writes it. */
+const row = (id: string) => `INSERT INTO public.clients (client_id, client_name, callback_url, allowed_ips, active, secret_hash)
+  VALUES ('${id}', 'Dumped', 'https://dumped.example/cb', '{127.0.0.1}', true, '${hashClientSecret(generateClientSecret())}');`;
+
 describe('a seed file may not switch the clients table\'s triggers off', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -26,8 +31,6 @@ describe('a seed file may not switch the clients table\'s triggers off', () => {
   });
   afterAll(() => app?.close());
 
-  const row = (id: string) => `INSERT INTO public.clients (client_id, client_name, callback_url, allowed_ips, active, secret_hash)
-  VALUES ('${id}', 'Dumped', 'https://dumped.example/cb', '{127.0.0.1}', true, '${hashClientSecret(generateClientSecret())}');`;
 
   it('refuses a pg_dump --disable-triggers file before anything runs: no client without its client.create', async () => {
     const dump = `SELECT pg_catalog.set_config('search_path', '', false);
@@ -96,6 +99,83 @@ VALUES ('${id}', 'Prev', 'https://prev.example/cb', '{127.0.0.1}', '${hashClient
 
     // psql as well as a seed
     await expect(app.db.query("UPDATE clients SET previous_secret_hash = 'not a hash' WHERE client_id = 'prevupper'")).rejects.toThrow(/previous_secret_hash of client prevupper/);
+  });
+});
+
+describe('a seed file changes the clients table and nothing else (found by a review helper)', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  const auditCount = async () => (await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_log')).rows[0].n;
+  const hash = () => hashClientSecret(generateClientSecret());
+
+  it('refuses the secret itself in secret_hash without repeating it (psql too)', async () => {
+    const plain = `PlainClientSecret-${generateClientSecret()}`;
+    const run = await seed(app, await projectWith({ 'a.sql': `INSERT INTO clients (client_id, client_name, callback_url, allowed_ips, secret_hash)
+VALUES ('plainsecret', 'Plain', 'https://plain.example/cb', '{127.0.0.1}', '${plain}');` }), ['a.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('secret_hash of client plainsecret is not the hex SHA-256 of a secret');
+    expect(run.stderr.toLowerCase(), 'the refusal does not print the secret').not.toContain(plain.toLowerCase());
+    expect(await exists(app, 'plainsecret')).toBe(false);
+    const err = await app.db.query(`UPDATE clients SET secret_hash = '${plain}'`).then(() => null, (e: Error) => e);
+    expect(String(err?.message).toLowerCase()).not.toContain(plain.toLowerCase());
+  });
+
+  it('refuses a file that changes another table (a user made administrator): nothing applied, nothing audited', async () => {
+    const user = await makeUser(app);
+    const before = await auditCount();
+    const sql = `${row('withuser')}\nUPDATE users SET role = 'admin' WHERE id = ${user.id};`;
+    const run = await seed(app, await projectWith({ 'a.sql': sql }), ['a.sql']);
+    expect(run.code, run.stdout).toBe(1);
+    expect(run.stderr).toContain('a.sql: a seed file may change only the clients table; it changed users (1 updated)');
+    expect((await app.db.query<{ role: string }>('SELECT role FROM users WHERE id = $1', [user.id])).rows[0].role).toBe('user');
+    expect(await exists(app, 'withuser')).toBe(false);
+    expect(await auditCount()).toBe(before);
+  });
+
+  it('refuses the same done in a function or a DO block, which no scan of the text would read', async () => {
+    const user = await makeUser(app);
+    const sql = `DO $$ BEGIN EXECUTE 'UPDATE ' || 'users SET role = ''admin'' WHERE id = ${user.id}'; END $$;`;
+    const run = await seed(app, await projectWith({ 'a.sql': sql }), ['a.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('it changed users (1 updated)');
+    expect((await app.db.query<{ role: string }>('SELECT role FROM users WHERE id = $1', [user.id])).rows[0].role).toBe('user');
+  });
+
+  it('refuses TRUNCATE, of another table or of clients itself (whose rows would go unaudited)', async () => {
+    await seed(app, await projectWith({ 'a.sql': row('kept') }), ['a.sql']);
+    for (const [statement, table] of [['TRUNCATE webhooks CASCADE;', 'webhooks'], ['TRUNCATE clients CASCADE;', 'clients']]) {
+      const run = await seed(app, await projectWith({ 'b.sql': statement }), ['b.sql']);
+      expect(run.code, statement).toBe(1);
+      expect(run.stderr, statement).toContain(`it emptied or rewrote ${table}`);
+    }
+    expect(await exists(app, 'kept')).toBe(true);
+  });
+
+  it('still takes what the clients table brings with it: audit rows, client.registered deliveries, the tokens and links of a deleted client', async () => {
+    const user = await makeUser(app);
+    await app.services.webhooks.register({ url: 'http://127.0.0.1:9/hook', events: ['client.registered'], secret: 'a-webhook-secret-16' }, { via: 'cli' });
+    const made = await seed(app, await projectWith({ 'a.sql': `INSERT INTO clients (client_id, client_name, callback_url, allowed_ips, secret_hash)
+VALUES ('cascaded', 'Cascaded', 'https://c.example/cb', '{127.0.0.1}', '${hash()}');` }), ['a.sql']);
+    expect(made.code, made.stderr).toBe(0);
+    await app.db.query("INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at) VALUES (gen_random_uuid(), $1, 'cascaded', $2, '127.0.0.1', now(), now() + interval '1 minute')", [user.id, user.username]);
+    await app.db.query("INSERT INTO user_client_links (user_id, client_id, external_username, username_key, status) VALUES ($1, 'cascaded', 'c-name', 'c-name', 'active')", [user.id]);
+    const removed = await seed(app, await projectWith({ 'b.sql': "DELETE FROM clients WHERE client_id = 'cascaded';" }), ['b.sql']);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect((await app.db.query("SELECT count(*)::int AS n FROM sso_tokens WHERE client_id = 'cascaded'")).rows[0].n).toBe(0);
+  });
+
+  it('refuses deleting a client\'s tokens or links by hand: they go only with their client', async () => {
+    const user = await makeUser(app);
+    expect((await seed(app, await projectWith({ 'a.sql': row('handdel') }), ['a.sql'])).code).toBe(0);
+    await app.db.query("INSERT INTO user_client_links (user_id, client_id, external_username, username_key, status) VALUES ($1, 'handdel', 'h-name', 'h-name', 'active')", [user.id]);
+    const run = await seed(app, await projectWith({ 'b.sql': "DELETE FROM user_client_links WHERE client_id = 'handdel';" }), ['b.sql']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('it changed user_client_links (1 deleted)');
+    expect((await app.db.query("SELECT count(*)::int AS n FROM user_client_links WHERE client_id = 'handdel'")).rows[0].n).toBe(1);
   });
 });
 

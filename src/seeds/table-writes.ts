@@ -1,0 +1,82 @@
+import type { Queryable } from '../db/db.ts';
+
+/**
+ * What a seed file wrote outside the clients table. The database audits every change to a
+ * client (its triggers); nothing audits a change a seed makes to another table: a file could
+ * make a user an administrator or point a webhook elsewhere and the run would report "created
+ * 0, updated 0" (a review helper, 2026-11-27). So each file's writes are read from the
+ * transaction's own statistics (pg_stat_xact_user_tables: rows inserted, updated and deleted
+ * so far, by the run's transaction alone, whatever statement, function or DO block made them)
+ * and from each table's storage (TRUNCATE and rewrites give a table new storage and leave no
+ * row counts), before and after the file; the file may change only the clients table and what
+ * the clients table brings with it.
+ */
+interface TableState {
+  name: string;
+  inserted: number;
+  updated: number;
+  deleted: number;
+  storage: string;
+}
+
+/** Written by the clients table's own triggers: audit rows, and client.registered deliveries. */
+const ADDED_BY_CLIENT_TRIGGERS = new Set(['audit_log', 'webhook_deliveries']);
+/** Rows that go with a deleted client (ON DELETE CASCADE), and only then. */
+const DELETED_WITH_CLIENT = new Set(['sso_tokens', 'user_client_links']);
+
+/** Every table of the service's schema (the clients table's) and of any other schema but temporary ones, by oid. */
+export async function tableStates(q: Queryable, clientsOid: string): Promise<Map<string, TableState>> {
+  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string }>(
+    `SELECT c.oid::text AS oid,
+            CASE WHEN c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid) THEN c.relname
+                 ELSE n.nspname || '.' || c.relname END AS name,
+            coalesce(s.n_tup_ins, 0)::text AS inserted, coalesce(s.n_tup_upd, 0)::text AS updated,
+            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_stat_xact_user_tables s ON s.relid = c.oid
+      WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp)'`,
+    [clientsOid],
+  );
+  return new Map(r.rows.map((row) => [row.oid, {
+    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
+  }]));
+}
+
+/** What a file did beyond the clients table, from the states before and after it; empty when nothing. */
+export function writesBeyondClients(before: Map<string, TableState>, after: Map<string, TableState>, clientsOid: string): string[] {
+  const problems: string[] = [];
+  const clientsBefore = before.get(clientsOid);
+  const clientsAfter = after.get(clientsOid);
+  const clientsDeleted = clientsBefore && clientsAfter ? clientsAfter.deleted - clientsBefore.deleted > 0 : false;
+  // the clients table first: its own problem is the one to read first
+  for (const [oid, was] of [...before].sort((x, y) => Number(y[0] === clientsOid) - Number(x[0] === clientsOid))) {
+    const now = after.get(oid);
+    if (!now) {
+      problems.push(`dropped ${was.name}`);
+      continue;
+    }
+    if (now.storage !== was.storage) {
+      problems.push(oid === clientsOid
+        ? 'emptied or rewrote clients (TRUNCATE, say): remove clients with DELETE, so each removal is audited'
+        : `emptied or rewrote ${now.name} (TRUNCATE, say)`);
+      continue;
+    }
+    if (oid === clientsOid) continue;
+    const inserted = now.inserted - was.inserted;
+    const updated = now.updated - was.updated;
+    const deleted = now.deleted - was.deleted;
+    const allowed = {
+      inserted: ADDED_BY_CLIENT_TRIGGERS.has(now.name),
+      deleted: DELETED_WITH_CLIENT.has(now.name) && clientsDeleted,
+    };
+    const counts = [
+      ...(inserted > 0 && !allowed.inserted ? [`${inserted} inserted`] : []),
+      ...(updated > 0 ? [`${updated} updated`] : []),
+      ...(deleted > 0 && !allowed.deleted ? [`${deleted} deleted`] : []),
+    ];
+    if (counts.length > 0) problems.push(`changed ${now.name} (${counts.join(', ')})`);
+  }
+  for (const [oid, now] of after) if (!before.has(oid)) problems.push(`created ${now.name}`);
+  return problems;
+}
