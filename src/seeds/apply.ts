@@ -2,8 +2,10 @@ import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
 import { checkCallbackUrl } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
-import { tableStates, writesBeyondClients } from './table-writes.ts';
-import { allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, transactionId } from './queries.ts';
+import { writesBeyondClients } from './table-writes.ts';
+import {
+  allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, tableStates, transactionId,
+} from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
 export interface SeedFile {

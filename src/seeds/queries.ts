@@ -1,3 +1,4 @@
+import type { TableState } from './table-writes.ts';
 import type { Queryable } from '../db/db.ts';
 
 /** Each client's callback URL, by client id. */
@@ -135,4 +136,23 @@ export interface ClientsTable {
 
 export async function clientsTable(q: Queryable): Promise<ClientsTable> {
   return { oid: (await q.query<{ oid: string }>("SELECT 'clients'::regclass::oid::text AS oid")).rows[0].oid };
+}
+
+/** Every table of the service's schema (the clients table's) and of any other schema but temporary ones, by oid. */
+export async function tableStates(q: Queryable, clientsOid: string): Promise<Map<string, TableState>> {
+  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string }>(
+    `SELECT c.oid::text AS oid,
+            CASE WHEN c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid) THEN c.relname
+                 ELSE n.nspname || '.' || c.relname END AS name,
+            coalesce(s.n_tup_ins, 0)::text AS inserted, coalesce(s.n_tup_upd, 0)::text AS updated,
+            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_stat_xact_user_tables s ON s.relid = c.oid
+      WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp)'`,
+    [clientsOid],
+  );
+  return new Map(r.rows.map((row) => [row.oid, {
+    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
+  }]));
 }

@@ -1,5 +1,3 @@
-import type { Queryable } from '../db/db.ts';
-
 /**
  * What a seed file wrote outside the clients table. The database audits every change to a
  * client (its triggers); nothing audits a change a seed makes to another table: a file could
@@ -9,9 +7,9 @@ import type { Queryable } from '../db/db.ts';
  * so far, by the run's transaction alone, whatever statement, function or DO block made them)
  * and from each table's storage (TRUNCATE and rewrites give a table new storage and leave no
  * row counts), before and after the file; the file may change only the clients table and what
- * the clients table brings with it.
+ * the clients table brings with it. The states are read by tableStates (src/seeds/queries.ts).
  */
-interface TableState {
+export interface TableState {
   name: string;
   inserted: number;
   updated: number;
@@ -23,25 +21,6 @@ interface TableState {
 const ADDED_BY_CLIENT_TRIGGERS = new Set(['audit_log', 'webhook_deliveries']);
 /** Rows that go with a deleted client (ON DELETE CASCADE), and only then. */
 const DELETED_WITH_CLIENT = new Set(['sso_tokens', 'user_client_links']);
-
-/** Every table of the service's schema (the clients table's) and of any other schema but temporary ones, by oid. */
-export async function tableStates(q: Queryable, clientsOid: string): Promise<Map<string, TableState>> {
-  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string }>(
-    `SELECT c.oid::text AS oid,
-            CASE WHEN c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid) THEN c.relname
-                 ELSE n.nspname || '.' || c.relname END AS name,
-            coalesce(s.n_tup_ins, 0)::text AS inserted, coalesce(s.n_tup_upd, 0)::text AS updated,
-            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage
-       FROM pg_catalog.pg_class c
-       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-       LEFT JOIN pg_catalog.pg_stat_xact_user_tables s ON s.relid = c.oid
-      WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp)'`,
-    [clientsOid],
-  );
-  return new Map(r.rows.map((row) => [row.oid, {
-    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
-  }]));
-}
 
 /** What a file did beyond the clients table, from the states before and after it; empty when nothing. */
 export function writesBeyondClients(before: Map<string, TableState>, after: Map<string, TableState>, clientsOid: string): string[] {
