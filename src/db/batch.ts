@@ -10,9 +10,13 @@ import DataLoader from 'dataloader';
  * a lone request waits for nothing but its own statement.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed
- * token must be seen at once, on every instance). When the statement for a batch fails,
- * each of its requests is tried again alone, so a request whose row the database refuses
- * (a user deleted a moment ago) fails by itself and takes no other request with it.
+ * token must be seen at once, on every instance). When the database refuses the statement
+ * for a batch, each of its requests is tried again alone, so a request whose row the database
+ * refuses (a user deleted a moment ago) fails by itself and takes no other request with it.
+ * Any other failure (a lost connection, a read timeout) may have come after the statement
+ * committed, and a retry would meet the batch's own work (a token it consumed, a jti it
+ * inserted): every request of the batch gets that failure, an outage (503), instead (a review
+ * helper, 2026-11-27).
  *
  * `waitMs` holds a batch open that long instead (for writes nobody waits on, such as the
  * record of a webhook attempt): fewer, larger statements when requests arrive spread out.
@@ -34,12 +38,22 @@ export function createBatchLoader<K, V>(
       try {
         return await run(keys);
       } catch (err) {
-        if (keys.length === 1) throw err;
+        if (keys.length === 1 || !refusedByDatabase(err)) throw err;
         return Promise.all(keys.map(runAlone));
       }
     },
     { cache: false, maxBatchSize, batchScheduleFn: (callback) => (waitMs > 0 ? setTimeout(callback, waitMs) : setImmediate(callback)) },
   );
+}
+
+/**
+ * Whether the database refused the statement itself: an error with a SQLSTATE outside the
+ * classes of a lost connection (08), exhausted resources (53), cancellation and shutdown (57),
+ * system errors (58, XX) and a read-only server (25006). Such a statement did nothing.
+ */
+function refusedByDatabase(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|53|57|58|XX)/.test(code) && code !== '25006';
 }
 
 /**
