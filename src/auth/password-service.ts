@@ -178,7 +178,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         throw new AppError(503, 'email_not_configured', 'Password reset by email is not available; an administrator must reset the password');
       }
       const work = sendResetLinks(login, ctx)
-        .catch((err: unknown) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'password reset mail failed'))
+        .catch((err: unknown) => logger.error({ err }, 'password reset mail failed')) // type, message, code and stack (safeError)
         .finally(() => running.delete(work));
       running.add(work);
     },

@@ -205,7 +205,8 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const r = await services.users.unlock(username, ACTOR);
       return {
         json: { username: r.username, locked: false, user_exists: r.exists },
-        text: r.exists ? `${r.username} is unlocked` : `No user is named ${r.username}; failed sign-ins under that name were cleared`,
+        text: r.exists ? (r.cleared ? `${r.username} is unlocked` : `${r.username} was not locked`)
+          : `No user is named ${r.username}; ${r.cleared ? 'failed sign-ins under that name were cleared' : 'no failed sign-ins were counted under that name'}`,
       };
     }
     case 'link list': {

@@ -28,7 +28,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 
 /**
  * Errors are logged by type, message, code and stack only: other enumerable fields may hold
- * request data (body-parser errors carry the raw body, driver errors the row values).
+ * request data (body-parser errors carry the raw body, driver errors the row values). The
+ * code (ECONNREFUSED, a SQLSTATE) is logged as `error_code`: `code` is redacted wherever it
+ * appears, for the two-factor codes of request bodies, and an error's code went with them.
  */
 export function safeError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { message: String(err) };
@@ -36,7 +38,7 @@ export function safeError(err: unknown): Record<string, unknown> {
   return {
     type: err.constructor?.name ?? 'Error',
     message: err.message,
-    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+    ...(typeof code === 'string' || typeof code === 'number' ? { error_code: code } : {}),
     stack: err.stack,
     ...(err.cause instanceof Error ? { cause: safeError(err.cause) } : {}),
   };

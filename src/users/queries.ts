@@ -56,8 +56,8 @@ export async function setUserActive(q: Queryable, username: string, active: bool
 }
 
 /** Clears the failed-login counter and any lock of a login name. */
-export async function clearLoginAttempts(q: Queryable, login: string): Promise<void> {
-  await q.query('DELETE FROM login_attempts WHERE login = $1', [login]);
+export async function clearLoginAttempts(q: Queryable, login: string): Promise<boolean> {
+  return ((await q.query('DELETE FROM login_attempts WHERE login = $1', [login])).rowCount ?? 0) > 0;
 }
 
 /** The profile fields an administrator changes (updateUserProfile). */

@@ -269,30 +269,30 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       return db.transaction((tx) => applyProfile(tx, id, patch, actor, shown));
     },
 
-    /** Clears a user's failed-login counter and lock (by id, for the admin API and panel). */
+    /** Clears a user's failed-login counter and lock (by id, for the admin API and panel); audited when there was one. */
     async unlockUser(user: { id: number; username: string }, actor: Actor): Promise<void> {
       await db.transaction(async (tx) => {
-        await clearLoginAttempts(tx, normalizeUsername(user.username));
+        if (!(await clearLoginAttempts(tx, normalizeUsername(user.username)))) return;
         await writeAudit(tx, { action: 'user.unlock', outcome: 'success', ...byAdministrator(actor, user), details: actorDetails(actor) });
       });
     },
 
     /**
      * Clears the lockout of a login name, whether or not such a user exists (failures are
-     * counted, and names locked, for unknown names too); `exists` says which. The audit entry
-     * carries the user's id when there is one, so it is found by user.
+     * counted, and names locked, for unknown names too); `exists` says which, `cleared` whether
+     * there was anything to clear. The audit entry, written only then, carries the user's id.
      */
-    async unlock(rawUsername: string, actor: Actor): Promise<{ username: string; exists: boolean }> {
+    async unlock(rawUsername: string, actor: Actor): Promise<{ username: string; exists: boolean; cleared: boolean }> {
       const username = normalizeUsername(rawUsername);
       return db.transaction(async (tx) => {
         const user = await findUserByUsername(tx, username);
-        await clearLoginAttempts(tx, username);
+        if (!(await clearLoginAttempts(tx, username))) return { username, exists: user !== null, cleared: false };
         await writeAudit(tx, {
           action: 'user.unlock', outcome: 'success', userId: user?.id ?? null, username,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
           details: { ...actorDetails(actor), ...(user ? {} : { no_such_user: true }) },
         });
-        return { username, exists: user !== null };
+        return { username, exists: user !== null, cleared: true };
       });
     },
   };

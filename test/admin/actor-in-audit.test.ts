@@ -24,6 +24,7 @@ describe('the acting administrator in the audit entry of every admin change', ()
     expect(created.status, created.text).toBe(201);
     const id = created.body.id as number;
     expect((await app.http.patch(`/api/admin/users/${id}`, { password: 'another long passphrase 42' }, as)).status).toBe(200);
+    expect((await app.http.post('/api/auth/login', { login: username, password: 'a wrong passphrase' })).status).toBe(401); // something to unlock
     expect((await app.http.post(`/api/admin/users/${id}/unlock`, undefined, as)).status).toBe(200);
     const hook = await app.http.post('/api/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: 'sixteen-chars-secret!' }, as);
     expect(hook.status, hook.text).toBe(201);

@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { auditOf, type SignedIn, signedIn } from './support.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
+import { admin as runAdmin } from '../helpers/cli.ts';
 
 describe('admin API: a PATCH that changes nothing writes no audit entry', () => {
   let app: TestApp;
@@ -25,6 +26,20 @@ describe('admin API: a PATCH that changes nothing writes no audit entry', () => 
     for (const flag of [true, true, false]) expect((await app.http.patch(`/api/admin/users/${user.id}`, { must_change_password: flag }, admin.as)).status).toBe(200);
     const changes = (await auditOf(app, 'user.password_set')).filter((r) => r.user_id === user.id).map((r) => r.details.must_change);
     expect(changes.reverse(), 'set, then cleared: the second "set" changed nothing').toStrictEqual([true, false]);
+  });
+
+  it('an unlock of a user with no lock and no failed sign-ins audits nothing (API and command line); one with them is audited once', async () => {
+    const user = await makeUser(app);
+    const res = await app.http.post(`/api/admin/users/${user.id}/unlock`, {}, admin.as);
+    expect(res.status).toBe(200);
+    expect(res.body.locked_until).toBeNull();
+    expect((await runAdmin(app, ['user', 'unlock', user.username])).code).toBe(0);
+    const unlocks = async () => (await auditOf(app, 'user.unlock')).filter((r) => r.user_id === user.id);
+    expect(await unlocks(), 'nothing was unlocked').toStrictEqual([]);
+    expect((await app.http.post('/api/auth/login', { login: user.username, password: 'wrong' })).status).toBe(401);
+    expect((await app.http.post(`/api/admin/users/${user.id}/unlock`, {}, admin.as)).status).toBe(200);
+    expect((await app.http.post(`/api/admin/users/${user.id}/unlock`, {}, admin.as)).status).toBe(200);
+    expect(await unlocks(), 'the failed sign-in cleared, once').toHaveLength(1);
   });
 
   it('the panel\'s Disable on a webhook that is already disabled (a page open in two tabs) audits nothing, as PATCH does', async () => {

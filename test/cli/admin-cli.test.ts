@@ -89,6 +89,8 @@ describe('admin command line with the service running', () => {
     expect(JSON.parse(off.stdout)).toStrictEqual({ username, active: false });
     const on = await admin(app, ['user', 'set-active', username, 'true', '--json']);
     expect(JSON.parse(on.stdout)).toStrictEqual({ username, active: true });
+    expect((await admin(app, ['user', 'unlock', username])).stdout, 'nothing to unlock').toBe(`${username} was not locked\n`);
+    expect((await app.http.post('/api/auth/login', { login: username, password: 'a wrong password' })).status).toBe(401);
     const unlocked = await admin(app, ['user', 'unlock', username, '--json']);
     expect(JSON.parse(unlocked.stdout)).toStrictEqual({ username, locked: false, user_exists: true });
     const [entry] = (await app.db.query<{ user_id: number | null }>("SELECT user_id FROM audit_log WHERE action = 'user.unlock' AND username = $1", [username])).rows;

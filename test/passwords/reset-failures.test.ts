@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { auditRows, signIn } from '../auth/support.ts';
 import { eventually, resetToken, startSmtpServer } from './smtp.ts';
+import { startLoggedApp } from '../ops/helpers/logged-app.ts';
 
 /** A free loopback port (nothing listens on it once this returns). */
 async function freePort(): Promise<number> {
@@ -64,6 +65,20 @@ describe('a reset link and a deactivation', () => {
   afterAll(async () => {
     await app?.close();
     await smtp?.close();
+  });
+
+  it('is logged with why it failed: the error\'s code and message (was "[object Object]", a review helper; the code was redacted as a two-factor code)', async () => {
+    const app = await startLoggedApp({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, PUBLIC_URL: 'https://sso.example.test' });
+    try {
+      const user = await makeUser(app);
+      expect((await app.http.post('/api/auth/password/forgot', { login: user.username })).status).toBe(202);
+      await app.services.passwords.drain();
+      const line = app.entries().find((e) => e.msg === 'password reset mail failed');
+      expect(line, 'the failure is logged').toBeTruthy();
+      expect(line!.err).toMatchObject({ error_code: expect.stringMatching(/ECONNREFUSED|ESOCKET|ECONNECTION/), message: expect.stringMatching(/ECONNREFUSED|connect/i) });
+    } finally {
+      await app.close();
+    }
   });
 
   it('a link mailed before the account was deactivated does not work once it is activated again (command line and admin API)', async () => {
