@@ -130,9 +130,14 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       if (claims === null) return null;
       const found = await findTokenUser(db, claims.userId, claims.jti);
       // a token from before a password change or a sign-out everywhere, or signed out itself, is
-      // worthless; so is one signed after the change by a sign-in that checked the credentials before it
-      if (!found?.user.active || found.revoked || (found.changedAt && claims.issuedAtMs < found.changedAt.getTime())) return null;
-      if (claims.credentialsVersion !== undefined && claims.credentialsVersion !== found.credentialsVersion) return null;
+      // worthless; so is one signed after the change by a sign-in that checked the credentials
+      // before it. A token names the credentials' version its sign-in saw (the time of the last
+      // change, by the database's clock), which decides; only one without it (signed by an
+      // earlier version) is judged by when it was signed, by this host's clock, which may be
+      // behind the database's: a token signed just after a change was refused for its whole life
+      if (!found?.user.active || found.revoked) return null;
+      if (claims.credentialsVersion !== undefined ? claims.credentialsVersion !== found.credentialsVersion
+        : found.changedAt && claims.issuedAtMs < found.changedAt.getTime()) return null;
       return { user: found.user, token: claims };
     },
 

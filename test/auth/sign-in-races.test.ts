@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { saveSignedInSession } from '../../src/auth/session-queries.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { withClockBehind } from '../helpers/clock.ts';
 import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
@@ -46,6 +47,22 @@ describe('sign-in and sign-out meeting each other', () => {
     expect((await bearerAnswer(before)).status, 'signed after the change, but for the credentials before it').toBe(401);
     const after = (await app.http.post('/api/login', { username: user.username, password: user.password })).body.token as string;
     expect((await bearerAnswer(after)).status, 'a sign-in that saw the change works').toBe(200);
+  });
+
+  it('an access token signed in with the new password works though this host\'s clock is behind the database\'s (a review helper)', async () => {
+    const u = await makeUser(app);
+    const first = await app.http.post('/api/login', { username: u.username, password: u.password });
+    expect(first.status, first.text).toBe(200);
+    const newPassword = 'another long passphrase 42';
+    const changed = await app.http.post('/api/user/password', { current_password: u.password, new_password: newPassword },
+      { headers: { authorization: `Bearer ${first.body.token}` } });
+    expect(changed.status, changed.text).toBe(200);
+    // signed by this host's clock 2 s before the change's time, which the database's clock gave
+    const fresh = await withClockBehind(2, () => app.http.post('/api/login', { username: u.username, password: newPassword }));
+    expect(fresh.status, fresh.text).toBe(200);
+    const me = await app.http.get('/api/user', { headers: { authorization: `Bearer ${fresh.body.token}` } });
+    expect(me.status, me.text).toBe(200);
+    expect((await app.http.get('/api/user', { headers: { authorization: `Bearer ${first.body.token}` } })).status, 'the token from before the change is still refused').toBe(401);
   });
 
   it('a signed-in session is saved only while the credentials are of the version its sign-in saw', async () => {
