@@ -79,15 +79,22 @@ export async function saveSession(q: Queryable, sid: string, sessJson: string, e
  * the row with the user's others.
  */
 export async function saveSignedInSession(
-  q: Queryable, sid: string, sessJson: string, expire: Date, signedIn: { userId: number; credentialsVersion: string },
+  q: Queryable, sid: string, sessJson: string, expire: Date, signedIn: { userId: number; credentialsVersion: string; renewedFrom?: string },
 ): Promise<boolean> {
-  const r = await q.query(
-    `INSERT INTO sessions (sid, sess, expire)
-     SELECT $1, $2::jsonb, $3 FROM users WHERE id = $4 AND ${CREDENTIALS_VERSION} = $5 FOR SHARE
-     ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire`,
-    [sid, sessJson, expire, signedIn.userId, signedIn.credentialsVersion],
+  // with the row saved, the user's SSO tokens issued under the id it had before are moved to it
+  const r = await q.query<{ saved: number }>(
+    `WITH saved AS (
+       INSERT INTO sessions (sid, sess, expire)
+       SELECT $1, $2::jsonb, $3 FROM users WHERE id = $4 AND ${CREDENTIALS_VERSION} = $5 FOR SHARE
+       ON CONFLICT (sid) DO UPDATE SET sess = EXCLUDED.sess, expire = EXCLUDED.expire
+       RETURNING sid),
+     moved AS (
+       UPDATE sso_tokens SET session_id = $1
+        WHERE $6::text IS NOT NULL AND session_id = $6 AND user_id = $4 AND EXISTS (SELECT 1 FROM saved))
+     SELECT count(*)::int AS saved FROM saved`,
+    [sid, sessJson, expire, signedIn.userId, signedIn.credentialsVersion, signedIn.renewedFrom ?? null],
   );
-  return r.rowCount > 0;
+  return r.rows[0].saved > 0;
 }
 
 /**

@@ -18,7 +18,9 @@ function promisify(run: (done: (err?: unknown) => void) => void): Promise<void> 
 export async function establishSession(
   req: Request, user: Pick<UserRecord, 'id'>, options: { twoFactorUsed: boolean; credentialsVersion: string },
 ): Promise<void> {
+  const renewedFrom = req.session?.userId === user.id ? req.sessionID : undefined;
   await promisify((done) => req.session.regenerate(done));
+  if (renewedFrom) req.session.renewedFrom = renewedFrom; // its tokens follow (DbSessionStore.set)
   req.session.userId = user.id;
   req.session.twoFactorUsed = options.twoFactorUsed;
   req.session.credentialsVersion = options.credentialsVersion;

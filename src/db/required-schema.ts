@@ -45,7 +45,7 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
       'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
     privileges: READ_WRITE,
-    // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 (the previous secret's hash)
+    // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without repeating them)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash'],
     unique: [['client_id']],
   },

@@ -18,6 +18,13 @@ declare module 'express-session' {
     /** Where the sign-in came from, for the user's list of sessions. */
     ipAddress?: string;
     userAgent?: string;
+    /**
+     * The id this browser's session had before a sign-in of the same user renewed it (a
+     * password change, a second sign-in): the SSO tokens issued under that id are moved to the
+     * new one as it is saved, so a client's logout with one of them still ends this session.
+     * Never stored.
+     */
+    renewedFrom?: string;
   }
 }
 
@@ -86,15 +93,17 @@ export class DbSessionStore extends Store {
    * write the row back, signed in, when it ends: a stolen cookie kept busy would survive.
    */
   override set(sid: string, sess: SessionData, callback?: (err?: unknown) => void): void {
-    const json = JSON.stringify(sess);
+    const { renewedFrom, ...kept } = sess;
+    const json = JSON.stringify(kept);
     const stored = sess as { [READ_FROM_STORE]?: boolean };
     let write: Promise<boolean>;
     if (stored[READ_FROM_STORE]) write = updateSession(this.db, sid, json, this.expiry(sess)).then(() => true);
     else if (typeof sess.userId === 'number' && typeof sess.credentialsVersion === 'string') {
-      write = saveSignedInSession(this.db, sid, json, this.expiry(sess), { userId: sess.userId, credentialsVersion: sess.credentialsVersion });
+      write = saveSignedInSession(this.db, sid, json, this.expiry(sess), { userId: sess.userId, credentialsVersion: sess.credentialsVersion, renewedFrom });
     } else write = saveSession(this.db, sid, json, this.expiry(sess)).then(() => true);
     write.then((saved) => {
       if (!saved) return callback?.(new AppError(401, 'invalid_credentials', 'Your password changed, or you were signed out everywhere, while you were signing in. Sign in again.'));
+      delete sess.renewedFrom;
       if (!stored[READ_FROM_STORE]) Object.defineProperty(sess, READ_FROM_STORE, { value: true, enumerable: false });
       callback?.();
     }, (err) => callback?.(err));

@@ -268,6 +268,34 @@ describe('the sign-in page (HTTP level)', () => {
     expect((await elsewhere.s.get(loginPath(portal))).status, 'and ends no session').toBe(303);
   });
 
+  it('POST /api/sso/logout still ends that browser\'s session after its id was renewed for the same user (a password change, a second sign-in)', async () => {
+    const shop = await makeClient(app);
+    const user = await makeUser(app);
+    const { s, answer } = await submitLogin(app, shop, user.username, user.password);
+    expect(answer.status, answer.text).toBe(303);
+    const token = new URL(answer.headers.location!).searchParams.get('token')!;
+    expect((await app.http.post('/api/sso/validate', { client_id: shop.client_id, client_secret: shop.client_secret, token })).status).toBe(200);
+    // the same browser, still signed in, changes the password: it stays signed in here, under a new session id
+    const form = await s.get('/account/password');
+    const changed = await s.post('/account/password', {
+      _csrf: hiddenField(form.text, '_csrf'), current_password: user.password,
+      new_password: 'four unrelated words here', confirm_password: 'four unrelated words here',
+    });
+    expect(changed.status, changed.text.slice(0, 300)).toBe(303);
+    expect((await s.get('/dashboard')).status, 'still signed in in this browser').toBe(200);
+    // and signs in again as the same user: another new id
+    const dashboard = await s.get('/dashboard');
+    const before = s.cookies.get('auth.sid');
+    expect((await s.post('/login', { _csrf: hiddenField(dashboard.text, '_csrf'), step: 'password', login: user.username, password: 'four unrelated words here' })).status).toBe(303);
+    expect(s.cookies.get('auth.sid'), 'a new session id').not.toBe(before);
+
+    const out = await app.http.post('/api/sso/logout', { client_id: shop.client_id, client_secret: shop.client_secret, token });
+    expect(out.status, out.text).toBe(200);
+    const back = await s.get(loginPath(shop));
+    expect(back.status, 'this browser is asked for the password again (not a 303 with a fresh token)').toBe(200);
+    expect(back.text).toMatch(/name="password"/);
+  });
+
   it('shows error pages to browsers and JSON to API callers', async () => {
     const page = await formSession(app.app).get('/no/such/page');
     expect(page.status).toBe(404);
