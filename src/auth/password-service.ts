@@ -143,9 +143,12 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         login = who.login;
       }
       const input = { login, password: currentPassword, totp: 'totp' in who ? who.totp : undefined, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, via: 'password_change' as const };
-      const { user } = await auth.checkCredentials(input, { secondFactor: !('userId' in who) });
+      // what the policy says of the new password alone first: the credentials' check uses up a
+      // recovery code given with them, which a refused change would otherwise have spent
       if (newPassword === currentPassword) throw new AppError(400, 'invalid_password', 'The new password must differ from the current one.');
-      assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH, user);
+      assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH);
+      const { user } = await auth.checkCredentials(input, { secondFactor: !('userId' in who) });
+      assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH, user); // and of it beside the user's name and email, for the user only
       const hash = await hashPassword(newPassword, config.BCRYPT_COST);
       const credentialsVersion = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure while the new password was hashed still wins

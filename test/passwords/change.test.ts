@@ -273,3 +273,31 @@ describe('changing a password', () => {
     expect(r.headers.location).toBe('/login?next=/account/password');
   });
 });
+
+describe('a recovery code given with a password change that is refused (a review helper)', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  it('stays unused when the new password breaks the policy (400): nothing was changed', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const headers = { cookie: cookie! };
+    const { secret } = (await app.http.post('/api/user/2fa/setup', undefined, { headers })).body;
+    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
+    expect(enabled.status, enabled.text).toBe(200);
+    const [code] = enabled.body.recovery_codes as string[];
+    const unused = async () => (await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', [user.id])).rows[0].n;
+    expect(await unused()).toBe(10);
+    for (const newPassword of ['short', user.password]) {
+      const refused = await app.http.post('/api/user/password', { login: user.username, current_password: user.password, new_password: newPassword, totp: code });
+      expect([refused.status, refused.body.error], newPassword).toStrictEqual([400, 'invalid_password']);
+    }
+    expect(await unused(), 'the code is still unused').toBe(10);
+    const again = await app.http.post('/api/user/password', { login: user.username, current_password: user.password, new_password: NEW_PASSWORD, totp: code });
+    expect(again.status, again.text).toBe(200);
+    expect(await unused()).toBe(9);
+  });
+});
