@@ -55,7 +55,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: clients.handle((h) => h.show),
   }),
   panel({
-    method: 'post', path: '/admin/clients/:client_id', summary: 'Change a client system', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '' }, responses: formDone('the client'),
+    method: 'post', path: '/admin/clients/:client_id', summary: 'Change a client system', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '' }, responses: { ...formDone('the client'), 404: pageError('No such client system') },
     bodyType: 'form', body: clientForm,
     handle: clients.handle((h) => h.update),
     onError: clients.onError((h) => h.updateFailed),
@@ -67,7 +67,7 @@ export const ADMIN_PANEL_ROUTES = [
     onError: () => back(client),
   }),
   panel({
-    method: 'get', path: '/admin/clients/:client_id/regenerate', summary: 'Confirm regenerating the secret', responses: { 200: html('Confirmation') },
+    method: 'get', path: '/admin/clients/:client_id/regenerate', summary: 'Confirm regenerating the secret', responses: { 200: html('Confirmation'), 404: pageError('No such client system') },
     handle: clients.handle((h) => h.confirmRegenerate),
   }),
   panel({

@@ -84,7 +84,7 @@ describe('admin panel over HTTP', () => {
   it('answers a form about a client, user or webhook that does not exist with the error page, leaving no message for a later page', async () => {
     const s = await signInPage(app, adminUser);
     const csrf = hiddenField((await s.get('/admin/webhooks')).text, '_csrf');
-    for (const [path, status] of [['/admin/clients/nonexist/active', 404], ['/admin/clients/nonexist/regenerate', 404], ['/admin/users/999999999/active', 404],
+    for (const [path, status] of [['/admin/clients/nonexist/active', 404], ['/admin/clients/nonexist/regenerate', 404], ['/admin/clients/nonexist', 404], ['/admin/users/999999999/active', 404],
       ['/admin/users/abc/unlock', 400], ['/admin/users/999999999/password', 404], ['/admin/users/999999999/links/nonexist/revoke', 404],
       ['/admin/webhooks/999999999/active', 404], ['/admin/webhooks/x/delete', 400]] as const) {
       const res = await s.post(path, { _csrf: csrf, active: 'false', confirm: 'on', grace_seconds: '0', password: 'a long enough passphrase 2931' });
@@ -93,6 +93,8 @@ describe('admin panel over HTTP', () => {
       const later = await s.get('/admin/webhooks');
       expect(later.text, `${path}: no message left for a later page`).not.toMatch(/class="alert alert--/);
     }
+    // the regenerate confirmation of a client that does not exist: 404, as the reference says (test/helpers/contract.ts)
+    expect((await s.get('/admin/clients/nonexist/regenerate')).status).toBe(404);
     // a refusal about something else on a page that exists still goes back there with the reason
     const stale = await s.post(`/admin/users/${adminUser.id}/links/nonexist/revoke`, { _csrf: csrf });
     expect(stale.status).toBe(303);
