@@ -162,7 +162,7 @@ export interface SsoClient {
   issueToken(username: string, options?: { ipAddress?: string }): Promise<IssuedToken>;
   /** Validates and consumes a token; with `ipAddress`, it must be the IP the token is bound to. */
   validateToken(token: string, options?: { ipAddress?: string }): Promise<ValidatedToken>;
-  /** Ends the sign-in of the user `token` was issued to: their unused tokens for this client die. */
+  /** Ends the sign-in of the user `token` was issued to: their unused tokens die (at every client), and the browser session that signed in for it ends. */
   logout(token: string): Promise<LogoutResult>;
   /**
    * Proves a dashboard link: user `userId` of the service (the `user.id` of a validated token)
