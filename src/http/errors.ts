@@ -104,6 +104,15 @@ export function answerInternalError(res: ServerResponse): void {
   res.end(INTERNAL_ERROR);
 }
 
+/** Runs a log call whose failure (a log sink that throws) must not change the answer. */
+function quietly(log: () => void): void {
+  try {
+    log();
+  } catch {
+    // the answer goes out as it would have; the line is lost with the sink
+  }
+}
+
 function answerError(logger: Logger): ErrorRequestHandler {
   return (thrown, req, res, _next) => {
     if (res.headersSent) {
@@ -116,7 +125,7 @@ function answerError(logger: Logger): ErrorRequestHandler {
     let body: Record<string, unknown>;
     if (err instanceof ServiceUnavailableError) {
       // an outage, not a bug: a warning naming the cause, no stack
-      logger.warn({ outage: err.outage, requestId: (req as { id?: unknown }).id, method: req.method, path: req.path }, 'service unavailable');
+      quietly(() => logger.warn({ outage: err.outage, requestId: (req as { id?: unknown }).id, method: req.method, path: req.path }, 'service unavailable'));
     }
     if (err instanceof AppError) {
       status = err.status;
@@ -131,7 +140,7 @@ function answerError(logger: Logger): ErrorRequestHandler {
       body = { error: 'bad_request', message: 'The request could not be processed' };
     } else {
       const requestId = (req as { id?: unknown }).id;
-      logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error');
+      quietly(() => logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error'));
       body = { error: 'internal_error', message: 'Internal server error', ...(requestId ? { request_id: String(requestId) } : {}) };
     }
     if (wantsPage(req)) {

@@ -5,6 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { writesBeyondClients } from './table-writes.ts';
 import {
   allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, tableStates, transactionId,
+  auditHighWater, countingRows, registeredSubscribers, schemaFingerprint, seedAuditRowsSince,
 } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
@@ -50,6 +51,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     }
     const off = triggerSwitch(file.sql);
     if (off) throw new SeedError(file.name, `"${off}": ${TRIGGERS_STAY_ON}`);
+    if (/\btrack_counts\b/i.test(file.sql)) throw new SeedError(file.name, `"track_counts": ${WRITES_COUNTED}`);
   }
   return db.transaction(async (tx) => {
     // A COMMIT the scan missed fails (see guardSeedCommit); a ROLLBACK cannot be made to fail,
@@ -64,6 +66,8 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
       const tablesBefore = await tableStates(tx, table.oid);
+      const definitions = await schemaFingerprint(tx, table);
+      const auditFrom = await auditHighWater(tx, table);
       try {
         await tx.exec(file.sql);
       } catch (err) {
@@ -77,7 +81,14 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       const off = await clientTriggersOff(tx, table);
       if (off.length > 0) throw new SeedError(file.name, `${off.join(', ')} after the file: ${TRIGGERS_STAY_ON}`);
       // only the clients table is audited, by its triggers: a change elsewhere would not be
-      const beyond = writesBeyondClients(tablesBefore, await tableStates(tx, table.oid), table.oid);
+      // (src/seeds/table-writes.ts). A seed runs with the service's own rights, as psql would:
+      // these checks keep the seed channel to the clients table, they are no sandbox.
+      if (!(await countingRows(tx))) throw new SeedError(file.name, `track_counts is off after the file: ${WRITES_COUNTED}`);
+      if ((await schemaFingerprint(tx, table)) !== definitions) {
+        throw new SeedError(file.name, 'a seed file may change only the clients table\'s rows; it changed definitions of the schema (a function, trigger, column, default, privilege or constraint)');
+      }
+      const triggers = { auditRows: await seedAuditRowsSince(tx, table, auditFrom), deliveriesPerNewClient: await registeredSubscribers(tx, table) };
+      const beyond = writesBeyondClients(tablesBefore, await tableStates(tx, table.oid), table.oid, triggers);
       if (beyond.length > 0) throw new SeedError(file.name, `a seed file may change only the clients table; it ${beyond.join('; ')}`);
     }
     // what a file SET for its session ends with the run (the service's own session on the embedded database)
@@ -116,6 +127,8 @@ export function describeDatabaseError(err: unknown, sql: string): string {
   if (Number.isInteger(position) && position > 0) text += ` at line ${sql.slice(0, position - 1).split('\n').length}`;
   return text;
 }
+
+const WRITES_COUNTED = 'a seed run reads what each file wrote from the row counts PostgreSQL keeps, which may not be switched off';
 
 const TRIGGERS_STAY_ON = 'the clients table\'s triggers check, audit and announce every change a seed makes, and may not be switched off; '
   + 'remove the lines that switch them off (pg_dump --disable-triggers writes them: dump without it)';

@@ -132,10 +132,14 @@ export async function clientTriggersOff(q: Queryable, table: ClientsTable): Prom
 /** The clients table, found before any file runs: a file may empty the search_path (a dump's header does). */
 export interface ClientsTable {
   oid: string;
+  /** Its schema's name, quoted as an identifier (the service's other tables are beside it). */
+  schema: string;
 }
 
 export async function clientsTable(q: Queryable): Promise<ClientsTable> {
-  return { oid: (await q.query<{ oid: string }>("SELECT 'clients'::regclass::oid::text AS oid")).rows[0].oid };
+  const r = await q.query<{ oid: string; schema: string }>(
+    "SELECT 'clients'::regclass::oid::text AS oid, quote_ident(relnamespace::regnamespace::text) AS schema FROM pg_catalog.pg_class WHERE oid = 'clients'::regclass");
+  return r.rows[0];
 }
 
 /** Every table of the service's schema (the clients table's) and of any other schema but temporary ones, by oid. */
@@ -155,4 +159,55 @@ export async function tableStates(q: Queryable, clientsOid: string): Promise<Map
   return new Map(r.rows.map((row) => [row.oid, {
     name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
   }]));
+}
+
+/**
+ * A digest of the definitions in the service's schema: functions (bodies, settings, security),
+ * triggers, columns and their defaults, privileges, rules, policies and constraints. A seed
+ * file that changes any of them (a trigger function replaced by an empty one, a default of
+ * role 'admin') changes it; rows never do.
+ */
+export async function schemaFingerprint(q: Queryable, table: ClientsTable): Promise<string> {
+  const r = await q.query<{ digest: string | null }>(
+    `WITH ns AS (SELECT relnamespace AS oid FROM pg_catalog.pg_class WHERE oid = $1::oid)
+     SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) AS digest FROM (
+       SELECT pg_catalog.concat_ws(':', 'p', p.oid, pg_catalog.md5(coalesce(p.prosrc, '')), p.proconfig::text, p.prosecdef)
+         FROM pg_catalog.pg_proc p, ns WHERE p.pronamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 't', t.oid, t.tgfoid, t.tgenabled::text, t.tgtype)
+         FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid, ns WHERE c.relnamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'd', d.oid, pg_catalog.md5(pg_catalog.pg_get_expr(d.adbin, d.adrelid)))
+         FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_class c ON c.oid = d.adrelid, ns WHERE c.relnamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'a', a.attrelid, a.attnum, a.attname, a.atttypid, a.attnotnull, a.attisdropped, a.attacl::text)
+         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid, ns WHERE c.relnamespace = ns.oid AND a.attnum > 0
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'c', c.oid, c.relname, c.relkind::text, c.relacl::text, c.relrowsecurity, c.relforcerowsecurity)
+         FROM pg_catalog.pg_class c, ns WHERE c.relnamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'r', w.oid) FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class c ON c.oid = w.ev_class, ns WHERE c.relnamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'y', y.oid) FROM pg_catalog.pg_policy y JOIN pg_catalog.pg_class c ON c.oid = y.polrelid, ns WHERE c.relnamespace = ns.oid
+       UNION ALL SELECT pg_catalog.concat_ws(':', 'k', k.oid, k.convalidated, k.condeferrable) FROM pg_catalog.pg_constraint k, ns WHERE k.connamespace = ns.oid
+     ) s(x)`,
+    [table.oid],
+  );
+  return r.rows[0].digest ?? '';
+}
+
+/** Whether the statistics the table-write check reads are being counted (track_counts). */
+export async function countingRows(q: Queryable): Promise<boolean> {
+  return (await q.query<{ on: boolean }>("SELECT pg_catalog.current_setting('track_counts')::boolean AS on")).rows[0].on;
+}
+
+/** The highest audit row id so far: the rows a file adds come after it. */
+export async function auditHighWater(q: Queryable, table: ClientsTable): Promise<string> {
+  return (await q.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM ${table.schema}.audit_log`)).rows[0].id;
+}
+
+/** The audit rows the clients table's triggers wrote for a seed after `afterId` (client.*, via seed). */
+export async function seedAuditRowsSince(q: Queryable, table: ClientsTable, afterId: string): Promise<number> {
+  return (await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table.schema}.audit_log WHERE id > $1::bigint AND action LIKE 'client.%' AND details->>'via' = 'seed'`, [afterId])).rows[0].n;
+}
+
+/** The webhooks a new client's client.registered is delivered to (the clients trigger's choice). */
+export async function registeredSubscribers(q: Queryable, table: ClientsTable): Promise<number> {
+  return (await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table.schema}.webhooks WHERE active AND 'client.registered' = ANY (events)`)).rows[0].n;
 }

@@ -2,6 +2,7 @@ import dc from 'node:diagnostics_channel';
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceUnavailableError } from '../../src/http/errors.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient } from '../helpers/factories.ts';
@@ -26,6 +27,7 @@ describe('a logger that throws', () => {
   let creds: { client_id: string; client_secret: string };
   const logger = createLogger('info', new Writable({ write(_c, _e, done) { done(); } }));
   let failRequestLines = false;
+  let failOutageLines = false;
   beforeAll(async () => {
     app = await startTestApp({}, { logger });
     const client = await makeClient(app);
@@ -42,6 +44,7 @@ describe('a logger that throws', () => {
       const write = logger[level].bind(logger);
       logger[level] = ((obj: unknown, msg?: string) => {
         if (failRequestLines && typeof msg === 'string' && /^(GET|POST) /.test(msg)) throw new Error('log sink down');
+        if (failOutageLines && msg === 'service unavailable') throw new Error('log sink down');
         return write(obj as object, msg);
       }) as typeof logger.info;
     }
@@ -58,6 +61,25 @@ describe('a logger that throws', () => {
       expect(r.headers['content-type'], name).toBe('application/json; charset=utf-8');
       expect(JSON.parse(r.text), name).toMatchObject({ error: 'internal_error', message: 'Internal server error' });
       expect(r.text, name).not.toMatch(/at .*\.ts|boom|log sink/);
+    }
+  });
+
+  it('while logging an outage: still the 503 with Retry-After (the diff\'s review helper: a bare 500 without it)', async () => {
+    const target = await app.listen();
+    const validate = app.services.sso.validate;
+    (app.services.sso as { validate: unknown }).validate = async () => {
+      throw new ServiceUnavailableError('ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:5432');
+    };
+    failOutageLines = true;
+    try {
+      for (const path of ['/api/sso/validate', '/api/sso/validate?via=express']) {
+        const r = await post(`${target}${path}`, { ...creds, token: 'not-a-jwt' });
+        expect({ status: r.status, retryAfter: r.headers['retry-after'], error: JSON.parse(r.text).error }, path)
+          .toStrictEqual({ status: 503, retryAfter: '2', error: 'service_unavailable' });
+      }
+    } finally {
+      failOutageLines = false;
+      (app.services.sso as { validate: unknown }).validate = validate;
     }
   });
 

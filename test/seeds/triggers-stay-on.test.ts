@@ -168,6 +168,35 @@ VALUES ('cascaded', 'Cascaded', 'https://c.example/cb', '{127.0.0.1}', '${hash()
     expect((await app.db.query("SELECT count(*)::int AS n FROM sso_tokens WHERE client_id = 'cascaded'")).rows[0].n).toBe(0);
   });
 
+  it('refuses a forged event (a delivery the service would sign and send) or a forged audit entry (the diff\'s review helper)', async () => {
+    const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: 'a-webhook-secret-16' }, { via: 'cli' });
+    const forged = `INSERT INTO webhook_deliveries (id, webhook_id, event, data) VALUES (gen_random_uuid(), ${hook.id}, 'user.login', '{"user_id": 1}');`;
+    const b = await seed(app, await projectWith({ 'b.sql': `${row('withforged')}\n${forged}` }), ['b.sql']);
+    expect(b.code).toBe(1);
+    expect(b.stderr).toContain('it changed webhook_deliveries (1 inserted)');
+    const c = await seed(app, await projectWith({ 'c.sql': "INSERT INTO audit_log (action, outcome, username, details) VALUES ('user.login', 'success', 'alibi', '{}');" }), ['c.sql']);
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain('it changed audit_log (1 inserted)');
+    expect((await app.db.query("SELECT count(*)::int AS n FROM audit_log WHERE username = 'alibi'")).rows[0].n).toBe(0);
+  });
+
+  it('refuses switching the row counts it reads off (track_counts), and any change of the schema\'s definitions', async () => {
+    const user = await makeUser(app);
+    const hidden = await seed(app, await projectWith({ 'a.sql': `SET LOCAL track_counts = off;\nUPDATE users SET role = 'admin' WHERE id = ${user.id};` }), ['a.sql']);
+    expect(hidden.code).toBe(1);
+    expect(hidden.stderr).toContain('track_counts');
+    const viaConfig = await seed(app, await projectWith({ 'a.sql': `SELECT set_config('track_' || 'counts', 'off', true);\nUPDATE users SET role = 'admin' WHERE id = ${user.id};` }), ['a.sql']);
+    expect(viaConfig.code, 'left off after the file').toBe(1);
+    expect((await app.db.query<{ role: string }>('SELECT role FROM users WHERE id = $1', [user.id])).rows[0].role).toBe('user');
+    for (const ddl of ["ALTER TABLE users ALTER COLUMN role SET DEFAULT 'admin';",
+      'CREATE OR REPLACE FUNCTION clients_after_write() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$;']) {
+      const run = await seed(app, await projectWith({ 'd.sql': `${row('ddlghost')}\n${ddl}` }), ['d.sql']);
+      expect(run.code, ddl).toBe(1);
+      expect(run.stderr, ddl).toContain('it changed definitions of the schema');
+    }
+    expect(await exists(app, 'ddlghost')).toBe(false);
+  });
+
   it('refuses deleting a client\'s tokens or links by hand: they go only with their client', async () => {
     const user = await makeUser(app);
     expect((await seed(app, await projectWith({ 'a.sql': row('handdel') }), ['a.sql'])).code).toBe(0);
