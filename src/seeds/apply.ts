@@ -2,10 +2,10 @@ import type { Db } from '../db/db.ts';
 import { setChangeActor } from '../clients/queries.ts';
 import { checkCallbackUrl } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
-import { writesBeyondClients } from './table-writes.ts';
+import { changedDefinitions, writesBeyondClients } from './table-writes.ts';
 import {
   allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, tableStates, transactionId,
-  auditHighWater, countingRows, registeredSubscribers, schemaFingerprint, seedAuditRowsSince,
+  auditHighWater, countingRows, otherAuditRowsSince, registeredSubscribers, schemaDefinitions, tablesHeldExclusively,
 } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
@@ -66,7 +66,7 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
     for (const file of files) {
       await setChangeActor(tx, { via: 'seed', file: file.name, actor: actor.user ?? null });
       const tablesBefore = await tableStates(tx, table.oid);
-      const definitions = await schemaFingerprint(tx, table);
+      const definitions = await schemaDefinitions(tx, table);
       const auditFrom = await auditHighWater(tx, table);
       try {
         await tx.exec(file.sql);
@@ -84,10 +84,13 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       // (src/seeds/table-writes.ts). A seed runs with the service's own rights, as psql would:
       // these checks keep the seed channel to the clients table, they are no sandbox.
       if (!(await countingRows(tx))) throw new SeedError(file.name, `track_counts is off after the file: ${WRITES_COUNTED}`);
-      if ((await schemaFingerprint(tx, table)) !== definitions) {
-        throw new SeedError(file.name, 'a seed file may change only the clients table\'s rows; it changed definitions of the schema (a function, trigger, column, default, privilege or constraint)');
+      const redefined = changedDefinitions(definitions, await schemaDefinitions(tx, table));
+      if (redefined.length > 0) {
+        throw new SeedError(file.name, `a seed file may change only the clients table's rows; it changed definitions of the schema: ${redefined.slice(0, 5).join(', ')}`);
       }
-      const triggers = { auditRows: await seedAuditRowsSince(tx, table, auditFrom), deliveriesPerNewClient: await registeredSubscribers(tx, table) };
+      const triggers = {
+        otherAuditRows: await otherAuditRowsSince(tx, table, auditFrom), deliveriesPerNewClient: await registeredSubscribers(tx, table), held: await tablesHeldExclusively(tx),
+      };
       const beyond = writesBeyondClients(tablesBefore, await tableStates(tx, table.oid), table.oid, triggers);
       if (beyond.length > 0) throw new SeedError(file.name, `a seed file may change only the clients table; it ${beyond.join('; ')}`);
     }

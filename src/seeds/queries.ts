@@ -1,4 +1,4 @@
-import type { TableState } from './table-writes.ts';
+import type { SchemaDefinitions, TableState } from './table-writes.ts';
 import type { Queryable } from '../db/db.ts';
 
 /** Each client's callback URL, by client id. */
@@ -132,62 +132,77 @@ export async function clientTriggersOff(q: Queryable, table: ClientsTable): Prom
 /** The clients table, found before any file runs: a file may empty the search_path (a dump's header does). */
 export interface ClientsTable {
   oid: string;
-  /** Its schema's name, quoted as an identifier (the service's other tables are beside it). */
+  /** Its schema's name, quoted as an identifier where it must be (regnamespace's text): the service's other tables are beside it. */
   schema: string;
 }
 
 export async function clientsTable(q: Queryable): Promise<ClientsTable> {
   const r = await q.query<{ oid: string; schema: string }>(
-    "SELECT 'clients'::regclass::oid::text AS oid, quote_ident(relnamespace::regnamespace::text) AS schema FROM pg_catalog.pg_class WHERE oid = 'clients'::regclass");
+    "SELECT 'clients'::regclass::oid::text AS oid, relnamespace::regnamespace::text AS schema FROM pg_catalog.pg_class WHERE oid = 'clients'::regclass");
   return r.rows[0];
 }
 
-/** Every table of the service's schema (the clients table's) and of any other schema but temporary ones, by oid. */
+/**
+ * Every table of the service's schema (the clients table's), by oid, and whether this
+ * transaction holds it exclusively (`own`: TRUNCATE, a rewrite, CREATE and DROP take that lock
+ * until the commit, so a new storage or a new table without it is another session's doing).
+ */
 export async function tableStates(q: Queryable, clientsOid: string): Promise<Map<string, TableState>> {
-  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string }>(
-    `SELECT c.oid::text AS oid,
-            CASE WHEN c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid) THEN c.relname
-                 ELSE n.nspname || '.' || c.relname END AS name,
+  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string; own: boolean }>(
+    `SELECT c.oid::text AS oid, c.relname AS name,
             coalesce(s.n_tup_ins, 0)::text AS inserted, coalesce(s.n_tup_upd, 0)::text AS updated,
-            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage
+            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage,
+            EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid = pg_catalog.pg_backend_pid() AND l.relation = c.oid AND l.mode = 'AccessExclusiveLock') AS own
        FROM pg_catalog.pg_class c
-       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_catalog.pg_stat_xact_user_tables s ON s.relid = c.oid
-      WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp)'`,
+      WHERE c.relkind IN ('r', 'p') AND c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid)`,
     [clientsOid],
   );
   return new Map(r.rows.map((row) => [row.oid, {
-    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
+    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage, own: row.own,
   }]));
 }
 
+/** The tables this transaction holds exclusively (a table the file dropped among them), by oid. */
+export async function tablesHeldExclusively(q: Queryable): Promise<Set<string>> {
+  const r = await q.query<{ oid: string }>(
+    "SELECT relation::text AS oid FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND mode = 'AccessExclusiveLock' AND relation IS NOT NULL");
+  return new Set(r.rows.map((row) => row.oid));
+}
+
 /**
- * A digest of the definitions in the service's schema: functions (bodies, settings, security),
- * triggers, columns and their defaults, privileges, rules, policies and constraints. A seed
- * file that changes any of them (a trigger function replaced by an empty one, a default of
- * role 'admin') changes it; rows never do.
+ * The definitions in the service's schema, each as a key and a digest: functions (bodies,
+ * settings, security), and per relation its triggers, columns and defaults, privileges, rules,
+ * policies and constraints (`rel`: the relation's oid). A seed file that changes any of them (a
+ * trigger function replaced by an empty one, a default of role 'admin') changes an entry; rows
+ * never do. See changedDefinitions (src/seeds/table-writes.ts).
  */
-export async function schemaFingerprint(q: Queryable, table: ClientsTable): Promise<string> {
-  const r = await q.query<{ digest: string | null }>(
+export async function schemaDefinitions(q: Queryable, table: ClientsTable): Promise<SchemaDefinitions> {
+  const r = await q.query<{ rel: string | null; key: string; digest: string }>(
+    // keys by name and oid, never by regclass or regprocedure text: those depend on the
+    // search_path, which a file may change (a dump's header empties it)
     `WITH ns AS (SELECT relnamespace AS oid FROM pg_catalog.pg_class WHERE oid = $1::oid)
-     SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) AS digest FROM (
-       SELECT pg_catalog.concat_ws(':', 'p', p.oid, pg_catalog.md5(coalesce(p.prosrc, '')), p.proconfig::text, p.prosecdef)
-         FROM pg_catalog.pg_proc p, ns WHERE p.pronamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 't', t.oid, t.tgfoid, t.tgenabled::text, t.tgtype)
-         FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid, ns WHERE c.relnamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'd', d.oid, pg_catalog.md5(pg_catalog.pg_get_expr(d.adbin, d.adrelid)))
-         FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_class c ON c.oid = d.adrelid, ns WHERE c.relnamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'a', a.attrelid, a.attnum, a.attname, a.atttypid, a.attnotnull, a.attisdropped, a.attacl::text)
-         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid, ns WHERE c.relnamespace = ns.oid AND a.attnum > 0
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'c', c.oid, c.relname, c.relkind::text, c.relacl::text, c.relrowsecurity, c.relforcerowsecurity)
-         FROM pg_catalog.pg_class c, ns WHERE c.relnamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'r', w.oid) FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class c ON c.oid = w.ev_class, ns WHERE c.relnamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'y', y.oid) FROM pg_catalog.pg_policy y JOIN pg_catalog.pg_class c ON c.oid = y.polrelid, ns WHERE c.relnamespace = ns.oid
-       UNION ALL SELECT pg_catalog.concat_ws(':', 'k', k.oid, k.convalidated, k.condeferrable) FROM pg_catalog.pg_constraint k, ns WHERE k.connamespace = ns.oid
-     ) s(x)`,
+     SELECT NULL AS rel, 'function ' || p.proname || ' (' || p.oid || ')' AS key,
+            pg_catalog.md5(pg_catalog.concat_ws(':', p.prosrc, p.proconfig::text, p.prosecdef, p.provolatile::text)) AS digest
+       FROM pg_catalog.pg_proc p, ns WHERE p.pronamespace = ns.oid
+     UNION ALL SELECT t.tgrelid::text, 'trigger ' || t.tgname || ' on ' || c.relname, pg_catalog.concat_ws(':', t.tgfoid, t.tgenabled::text, t.tgtype)
+       FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid, ns WHERE c.relnamespace = ns.oid
+     UNION ALL SELECT d.adrelid::text, 'default of ' || c.relname || '.' || d.adnum, pg_catalog.md5(d.adbin::text)
+       FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_class c ON c.oid = d.adrelid, ns WHERE c.relnamespace = ns.oid
+     UNION ALL SELECT a.attrelid::text, 'column ' || c.relname || '.' || a.attnum,
+            pg_catalog.concat_ws(':', a.attname, a.atttypid, a.attnotnull, a.attisdropped, a.attacl::text)
+       FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid, ns WHERE c.relnamespace = ns.oid AND a.attnum > 0
+     UNION ALL SELECT c.oid::text, 'relation ' || c.relname, pg_catalog.concat_ws(':', c.relkind::text, c.relacl::text, c.relrowsecurity, c.relforcerowsecurity)
+       FROM pg_catalog.pg_class c, ns WHERE c.relnamespace = ns.oid
+     UNION ALL SELECT w.ev_class::text, 'rule ' || w.rulename || ' on ' || c.relname, w.oid::text
+       FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class c ON c.oid = w.ev_class, ns WHERE c.relnamespace = ns.oid
+     UNION ALL SELECT y.polrelid::text, 'policy ' || y.polname || ' on ' || c.relname, y.oid::text
+       FROM pg_catalog.pg_policy y JOIN pg_catalog.pg_class c ON c.oid = y.polrelid, ns WHERE c.relnamespace = ns.oid
+     UNION ALL SELECT k.conrelid::text, 'constraint ' || k.conname || ' on ' || k.conrelid, pg_catalog.concat_ws(':', k.convalidated, k.condeferrable)
+       FROM pg_catalog.pg_constraint k, ns WHERE k.connamespace = ns.oid AND k.conrelid <> 0`,
     [table.oid],
   );
-  return r.rows[0].digest ?? '';
+  return new Map(r.rows.map((row) => [row.key, { rel: row.rel, digest: row.digest }]));
 }
 
 /** Whether the statistics the table-write check reads are being counted (track_counts). */
@@ -200,10 +215,11 @@ export async function auditHighWater(q: Queryable, table: ClientsTable): Promise
   return (await q.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM ${table.schema}.audit_log`)).rows[0].id;
 }
 
-/** The audit rows the clients table's triggers wrote for a seed after `afterId` (client.*, via seed). */
-export async function seedAuditRowsSince(q: Queryable, table: ClientsTable, afterId: string): Promise<number> {
+/** The audit rows after `afterId` that the clients table's triggers did not write for a seed (anything but client.*, via seed). */
+export async function otherAuditRowsSince(q: Queryable, table: ClientsTable, afterId: string): Promise<number> {
   return (await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM ${table.schema}.audit_log WHERE id > $1::bigint AND action LIKE 'client.%' AND details->>'via' = 'seed'`, [afterId])).rows[0].n;
+    `SELECT count(*)::int AS n FROM ${table.schema}.audit_log
+      WHERE id > $1::bigint AND NOT (action LIKE 'client.%' AND details->>'via' IS NOT DISTINCT FROM 'seed')`, [afterId])).rows[0].n;
 }
 
 /** The webhooks a new client's client.registered is delivered to (the clients trigger's choice). */

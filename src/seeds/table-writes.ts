@@ -15,17 +15,23 @@ export interface TableState {
   updated: number;
   deleted: number;
   storage: string;
+  /** This transaction holds the table exclusively (TRUNCATE, a rewrite, CREATE, DROP). */
+  own: boolean;
 }
 
 /**
- * What the clients table's own triggers add to other tables while a file runs: its audit rows
- * (client.*, via seed, after the file's first audit id) and one client.registered delivery per
- * subscribed webhook and client created. Rows added beyond these were written by the file
- * itself: a forged audit entry, a forged event the service would sign and send.
+ * What the clients table's own triggers add to other tables while a file runs, and what the
+ * file added beside them: audit rows other than client.* via seed after the file's first audit
+ * id (`otherAuditRows`: a forged audit entry; read from the rows, since the row counts keep
+ * inserts a DO block's caught error rolled back), and one client.registered delivery per
+ * subscribed webhook and client created (counted on both sides alike, rolled back or not): a
+ * delivery beyond them is a forged event the service would sign and send.
  */
 export interface TriggerWrites {
-  auditRows: number;
+  otherAuditRows: number;
   deliveriesPerNewClient: number;
+  /** The tables this transaction holds exclusively, a dropped one among them (tablesHeldExclusively). */
+  held: Set<string>;
 }
 /** Rows that go with a deleted client (ON DELETE CASCADE), and only then. */
 const DELETED_WITH_CLIENT = new Set(['sso_tokens', 'user_client_links']);
@@ -37,15 +43,16 @@ export function writesBeyondClients(before: Map<string, TableState>, after: Map<
   const clientsAfter = after.get(clientsOid);
   const clientsDeleted = clientsBefore && clientsAfter ? clientsAfter.deleted - clientsBefore.deleted > 0 : false;
   const clientsCreated = clientsBefore && clientsAfter ? clientsAfter.inserted - clientsBefore.inserted : 0;
-  const addedByTriggers: Record<string, number> = { audit_log: triggers.auditRows, webhook_deliveries: clientsCreated * triggers.deliveriesPerNewClient };
+  const addedByTriggers: Record<string, number> = { audit_log: Number.POSITIVE_INFINITY, webhook_deliveries: clientsCreated * triggers.deliveriesPerNewClient };
+  if (triggers.otherAuditRows > 0) problems.push(`changed audit_log (${triggers.otherAuditRows} inserted)`);
   // the clients table first: its own problem is the one to read first
   for (const [oid, was] of [...before].sort((x, y) => Number(y[0] === clientsOid) - Number(x[0] === clientsOid))) {
     const now = after.get(oid);
     if (!now) {
-      problems.push(`dropped ${was.name}`);
+      if (triggers.held.has(oid)) problems.push(`dropped ${was.name}`); // else another session did
       continue;
     }
-    if (now.storage !== was.storage) {
+    if (now.storage !== was.storage && now.own) {
       problems.push(oid === clientsOid
         ? 'emptied or rewrote clients (TRUNCATE, say): remove clients with DELETE, so each removal is audited'
         : `emptied or rewrote ${now.name} (TRUNCATE, say)`);
@@ -63,6 +70,29 @@ export function writesBeyondClients(before: Map<string, TableState>, after: Map<
     ];
     if (counts.length > 0) problems.push(`changed ${now.name} (${counts.join(', ')})`);
   }
-  for (const [oid, now] of after) if (!before.has(oid)) problems.push(`created ${now.name}`);
+  for (const [oid, now] of after) if (!before.has(oid) && now.own) problems.push(`created ${now.name}`);
   return problems;
+}
+
+/** The definitions of the service's schema by key, each with its relation (null: a function) and digest (schemaDefinitions). */
+export type SchemaDefinitions = Map<string, { rel: string | null; digest: string }>;
+
+/**
+ * The definitions a file changed: a function added, changed or dropped, and anything of a
+ * relation that existed before and after it (a trigger, column, default, privilege, rule,
+ * policy or constraint). A relation created or dropped is left to the table check, which
+ * knows whether the file did it (writesBeyondClients): another session may create and drop
+ * its own relations in the schema while a seed runs.
+ */
+export function changedDefinitions(before: SchemaDefinitions, after: SchemaDefinitions): string[] {
+  const relations = (defs: SchemaDefinitions) => new Set([...defs.values()].map((d) => d.rel));
+  const kept = new Set([...relations(before)].filter((rel) => relations(after).has(rel)));
+  const counts = (rel: string | null) => rel === null || kept.has(rel);
+  const changed: string[] = [];
+  for (const [key, was] of before) {
+    const now = after.get(key);
+    if (now ? now.digest !== was.digest : counts(was.rel)) changed.push(key);
+  }
+  for (const [key, now] of after) if (!before.has(key) && counts(now.rel)) changed.push(key);
+  return changed;
 }
