@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
-import { activeLock, type LockLeft } from './queries.ts';
+import { activeLock } from './queries.ts';
 
 // The answers of a refused sign-in: what the caller is told, on the API and the pages alike.
 
@@ -71,13 +71,12 @@ export function lockWarning(err: unknown): string {
 }
 
 /**
- * 423 account_locked with the whole minutes left (rounded up) and, in Retry-After, the seconds
- * left. `left` is what an active lock has left (activeLock), or the minutes of a lock just set,
- * which last exactly that long. `now` marks the attempt that set the lock, so its message says
- * the account is now locked rather than that it was.
+ * 423 account_locked for a lock with `seconds` left: Retry-After says them, the body the whole
+ * minutes (rounded up). `now` marks the attempt that set the lock, so its message says the
+ * account is now locked rather than that it was.
  */
-export function accountLocked(left: LockLeft | number, now = false): AppError {
-  const { remaining_minutes: remainingMinutes, remaining_seconds: seconds } = typeof left === 'number' ? { remaining_minutes: left, remaining_seconds: left * 60 } : left;
+export function accountLocked(seconds: number, now = false): AppError {
+  const remainingMinutes = Math.ceil(seconds / 60);
   const message = now
     ? `Too many failed sign-in attempts: this account is now locked for ${minutes(remainingMinutes)}.`
     : `Too many failed sign-in attempts. This account is locked; try again in ${minutes(remainingMinutes)}.`;
@@ -90,5 +89,5 @@ export function accountLocked(left: LockLeft | number, now = false): AppError {
 /** 423 account_locked, with the minutes left, while `login` (normalized) is locked. */
 export async function refuseWhileLocked(q: Queryable, login: string): Promise<void> {
   const lock = await activeLock(q, login);
-  if (lock) throw accountLocked(lock);
+  if (lock) throw accountLocked(lock.remaining_seconds);
 }

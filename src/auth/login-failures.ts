@@ -2,7 +2,7 @@ import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import { accountLocked, attemptsLeft, CountedFailure, refuseWhileLocked } from './login-errors.ts';
-import { findLoginUser, type LockLeft, type LoginUser, recordLoginFailure } from './queries.ts';
+import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
 export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor';
@@ -61,7 +61,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
       await refuseWhileLocked(db, login);
     }
     // the attempt that locks learns it now, not at the next try with the right password
-    if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES, true);
+    if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES * 60, true);
     const remaining = outcome.counted ? attemptsLeft(config.LOCKOUT_THRESHOLD, outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
     throw new CountedFailure(code, remaining, config.LOCKOUT_MINUTES);
@@ -89,7 +89,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
   }
 
   /** An attempt while the name is locked: not counted, not checked, but audited. */
-  async function refuseLocked(login: string, left: LockLeft, input: LoginInput): Promise<never> {
+  async function refuseLocked(login: string, secondsLeft: number, input: LoginInput): Promise<never> {
     const user = await findLoginUser(db, login);
     await db.transaction(async (tx) => {
       await writeAudit(tx, {
@@ -101,7 +101,7 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
       });
     });
     metrics.loginFailures.inc({ reason: metricFailureReason('account_locked') });
-    throw accountLocked(left);
+    throw accountLocked(secondsLeft);
   }
 
   return { fail, announceLock, refuseLocked };

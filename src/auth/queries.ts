@@ -39,23 +39,15 @@ export async function credentialsNow(q: Queryable, userId: number, checkedHash: 
   return row.active ? { state: 'unchanged', version: row.version, mustChange: row.must_change_password } : { state: 'inactive' };
 }
 
-/** How long a lock has left: whole minutes (rounded up, as the answer's body says them) and seconds (rounded up, its Retry-After). */
-export interface LockLeft {
-  remaining_minutes: number;
-  remaining_seconds: number;
-}
-
-/** The lock of a login name while it lasts: when it ends and what is left of it. */
-export async function activeLock(q: Queryable, login: string): Promise<({ locked_until: Date } & LockLeft) | null> {
+/** The lock of a login name while it lasts: when it ends and the whole seconds left (rounded up, at least 1). */
+export async function activeLock(q: Queryable, login: string): Promise<{ locked_until: Date; remaining_seconds: number } | null> {
   const r = await q.query<{ locked_until: Date; remaining_seconds: number }>(
     `SELECT locked_until, CEIL(EXTRACT(EPOCH FROM (locked_until - now())))::int AS remaining_seconds
      FROM login_attempts WHERE login = $1 AND locked_until > now()`,
     [login],
   );
   const row = r.rows[0];
-  if (!row) return null;
-  const seconds = Math.max(1, Number(row.remaining_seconds));
-  return { locked_until: new Date(row.locked_until), remaining_seconds: seconds, remaining_minutes: Math.ceil(seconds / 60) };
+  return row ? { locked_until: new Date(row.locked_until), remaining_seconds: Math.max(1, Number(row.remaining_seconds)) } : null;
 }
 
 /** What counting one failed sign-in did. */

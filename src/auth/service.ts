@@ -185,7 +185,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
   async function checkCredentials(input: LoginInput, options: { secondFactor: boolean }): Promise<{ user: LoginUser; twoFactorUsed: boolean; login: string }> {
     const login = normalizeUsername(input.login);
     const lock = await activeLock(db, login);
-    if (lock) return refuseLocked(login, lock, input);
+    if (lock) return refuseLocked(login, lock.remaining_seconds, input);
 
     const user = await findLoginUser(db, login);
     // bcrypt reads 72 bytes: a longer password was never accepted when set, so it cannot be right
@@ -212,7 +212,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     // the right password must not be told apart from the guesses (a must-change 403), nor
     // change the password of a locked account. Callers that write check again at commit.
     const raced = await activeLock(db, login);
-    if (raced) return refuseLocked(login, raced, input);
+    if (raced) return refuseLocked(login, raced.remaining_seconds, input);
     return { user, twoFactorUsed, login };
   }
 

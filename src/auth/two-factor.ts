@@ -101,7 +101,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
       const lock = await activeLock(tx, login);
       if (lock) {
         await failure(tx, 'account_locked');
-        return { refused: accountLocked(lock) };
+        return { refused: accountLocked(lock.remaining_seconds) };
       }
       try {
         return { done: await change(tx) };
@@ -109,10 +109,10 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
         if (!(err instanceof AppError && CODE_REFUSALS.has(err.code))) throw err;
         await failure(tx, err.code);
         const counted = await guard.countRefusal(tx, user, ctx);
-        if (counted.locked) return { refused: accountLocked(config.LOCKOUT_MINUTES, true) };
+        if (counted.locked) return { refused: accountLocked(config.LOCKOUT_MINUTES * 60, true) };
         if (counted.attemptsRemaining === null) { // not counted: a failure elsewhere locked the name meanwhile
           const since = await activeLock(tx, login);
-          return { refused: since ? accountLocked(since) : err };
+          return { refused: since ? accountLocked(since.remaining_seconds) : err };
         }
         return { refused: new CountedFailure(err.code, counted.attemptsRemaining, config.LOCKOUT_MINUTES, { status: err.status, message: err.message }) };
       }
