@@ -14,9 +14,7 @@ export function authenticatedClient(res: { locals: Record<string, unknown> }): C
 /** The credentials of the (validated) JSON body. */
 const credentialsOf = (res: { locals: Record<string, unknown> }) => res.locals.input as { client_id: string; client_secret: string };
 
-/** 429 for an address past its limit of failed client authentications (counted in the metric). */
-function tooManyFailures(failures: FailureLimit, retryAfter: number): AppError {
-  failures.noteRefusal();
+function tooManyFailures(retryAfter: number): AppError {
   return new AppError(429, 'rate_limited', 'Too many failed client authentications from this address; try again later', {
     extra: { retry_after: retryAfter },
     headers: { 'Retry-After': String(retryAfter) },
@@ -39,7 +37,7 @@ export function authenticateClient(clients: ClientService, failures: FailureLimi
   return async (req, res, next) => {
     const address = clientIp(req);
     const wait = failures.refusedFor(address);
-    if (wait > 0) throw tooManyFailures(failures, wait);
+    if (wait > 0) throw tooManyFailures(wait);
     const body = credentialsOf(res);
     let checked: { client: ClientRecord; confirmed: boolean };
     try {
@@ -47,7 +45,7 @@ export function authenticateClient(clients: ClientService, failures: FailureLimi
     } catch (err) {
       if (!(err instanceof AppError && err.code === 'invalid_client')) throw err;
       const refused = await failures.count(address);
-      throw refused > 0 ? tooManyFailures(failures, refused) : err;
+      throw refused > 0 ? tooManyFailures(refused) : err;
     }
     res.locals.client = checked.client;
     res.locals.clientConfirmed = checked.confirmed;

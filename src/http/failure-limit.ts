@@ -16,12 +16,10 @@ import { MemoryStore, type Options, type Store } from 'express-rate-limit';
  * addresses as the other per-address limits do (addressKey, src/http/rate-limit.ts).
  */
 export interface FailureLimit {
-  /** Seconds this address must wait before it is heard again, or 0. */
+  /** Seconds this address must wait before it is heard again, or 0; more than 0 refuses the request. */
   refusedFor(address: string): number;
-  /** Counts one failure of `address`: the seconds it is now refused for, or 0. */
+  /** Counts one failure of `address`: the seconds it is now refused for, or 0; more than 0 refuses the request. */
   count(address: string): Promise<number>;
-  /** Notes a request refused for its address (`auth_rate_limited_total`). */
-  noteRefusal(): void;
 }
 
 /** How many refused addresses one instance remembers: past that the oldest are forgotten (their count stays in the store). */
@@ -29,6 +27,7 @@ const MAX_REFUSED = 10_000;
 
 export function createFailureLimit(
   limit: number, windowMs: number, store: Store = new MemoryStore(), keyOf: (address: string) => string = (address) => address,
+  /** Called for each request refused (the metric auth_rate_limited_total). */
   onRefusal: () => void = () => {},
 ): FailureLimit {
   // With Redis down at start the store's script load fails: the other limiters already warned
@@ -43,7 +42,10 @@ export function createFailureLimit(
       const key = keyOf(address);
       const until = refused.get(key);
       if (until === undefined) return 0;
-      if (until > Date.now()) return waitOf(until);
+      if (until > Date.now()) {
+        onRefusal();
+        return waitOf(until);
+      }
       refused.delete(key);
       return 0;
     },
@@ -54,8 +56,8 @@ export function createFailureLimit(
       const until = resetTime?.getTime() ?? Date.now() + windowMs;
       if (refused.size >= MAX_REFUSED) refused.delete(refused.keys().next().value!);
       refused.set(key, until);
+      onRefusal();
       return waitOf(until);
     },
-    noteRefusal: onRefusal,
   };
 }
