@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { quietly } from '../logging/logger.ts';
 import { isApiPath } from './api-paths.ts';
 import { outageCause } from './unavailable.ts';
 
@@ -102,15 +103,6 @@ export function answerInternalError(res: ServerResponse): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(Buffer.byteLength(INTERNAL_ERROR)));
   res.end(INTERNAL_ERROR);
-}
-
-/** Runs a log call whose failure (a log sink that throws) must not change the answer. */
-function quietly(log: () => void): void {
-  try {
-    log();
-  } catch {
-    // the answer goes out as it would have; the line is lost with the sink
-  }
 }
 
 function answerError(logger: Logger): ErrorRequestHandler {

@@ -43,3 +43,16 @@ export function safeError(err: unknown): Record<string, unknown> {
     ...(err.cause instanceof Error ? { cause: safeError(err.cause) } : {}),
   };
 }
+
+/**
+ * Runs a log call whose failure (a log sink that throws) must change nothing else: an answer
+ * goes out as it would have, a response's 'close' handler does not end the process. The line is
+ * lost with the sink.
+ */
+export function quietly(log: () => void): void {
+  try {
+    log();
+  } catch {
+    // nowhere left to say it
+  }
+}

@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { isProbePath } from '../http/api-paths.ts';
 import { whenResponseDone } from '../http/response-done.ts';
+import { quietly } from './logger.ts';
 
 /** An incoming X-Request-Id we are willing to reuse: short, printable, no separators to inject. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -81,11 +82,8 @@ export function requestLogger(logger: Logger): RequestHandler {
       const level = levelFor(request, res);
       if (!logger.isLevelEnabled(level)) return;
       const message = res.writableEnded ? `${req.method} ${res.statusCode}` : `${req.method} aborted before the answer`;
-      try {
-        logger[level]({ req: requestFields(request), res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - start) }, message);
-      } catch {
-        // a log sink that throws: run from the response's 'close', this would end the process
-      }
+      // run from the response's 'close': a log sink that throws would end the process
+      quietly(() => logger[level]({ req: requestFields(request), res: { statusCode: res.statusCode }, responseTime: Math.round(performance.now() - start) }, message));
     });
     next();
   };
