@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
 
 /**
  * Coalesces the hot paths' one-row statements into one statement per turn of the event loop.
@@ -47,13 +48,13 @@ export function createBatchLoader<K, V>(
 }
 
 /**
- * Whether the database refused the statement itself: an error with a SQLSTATE outside the
- * classes of a lost connection (08), exhausted resources (53), cancellation and shutdown (57),
- * system errors (58, XX) and a read-only server (25006). Such a statement did nothing.
+ * Whether the database refused the statement itself: an error with a SQLSTATE that is no
+ * outage (isOutageSqlState) and none of the rest of classes 57 (operator intervention), 58 and
+ * XX (system errors). Such a statement did nothing.
  */
 function refusedByDatabase(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|53|57|58|XX)/.test(code) && code !== '25006';
+  return typeof code === 'string' && SQLSTATE.test(code) && !isOutageSqlState(code) && !/^(57|58|XX)/.test(code);
 }
 
 /**

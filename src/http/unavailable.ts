@@ -4,21 +4,13 @@
  * else stays a 500 logged with its stack (src/http/errors.ts).
  */
 
+import { isOutageSqlState } from '../db/sqlstate.ts';
+
 /** Socket errors of a connection that could not be made or was lost. */
 const NETWORK_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN',
   'ENETDOWN', 'ECONNABORTED', 'EAI_AGAIN', 'ENOTFOUND',
 ]);
-
-/**
- * SQLSTATEs that mean "the database cannot serve this now", not "this statement is wrong":
- * class 08 (connection exception), 53 (insufficient resources: too many connections, disk
- * full), 57P01-57P05 (the server shuts down, is starting, or dropped the session), 57014
- * (statement cancelled: a timeout), 25006 (a read-only standby after a failover).
- */
-function isOutageSqlState(code: string): boolean {
-  return /^08[0-9A-Z]{3}$/.test(code) || /^53[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code) || code === '57014' || code === '25006';
-}
 
 /** Messages of node-postgres, PGlite and ioredis that carry no code. */
 const OUTAGE_MESSAGES = [
