@@ -142,24 +142,19 @@ export async function clientsTable(q: Queryable): Promise<ClientsTable> {
   return r.rows[0];
 }
 
-/**
- * Every table of the service's schema (the clients table's), by oid, and whether this
- * transaction holds it exclusively (`own`: TRUNCATE, a rewrite, CREATE and DROP take that lock
- * until the commit, so a new storage or a new table without it is another session's doing).
- */
+/** Every table of the service's schema (the clients table's), by oid. */
 export async function tableStates(q: Queryable, clientsOid: string): Promise<Map<string, TableState>> {
-  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string; own: boolean }>(
+  const r = await q.query<{ oid: string; name: string; inserted: string; updated: string; deleted: string; storage: string }>(
     `SELECT c.oid::text AS oid, c.relname AS name,
             coalesce(s.n_tup_ins, 0)::text AS inserted, coalesce(s.n_tup_upd, 0)::text AS updated,
-            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage,
-            EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid = pg_catalog.pg_backend_pid() AND l.relation = c.oid AND l.mode = 'AccessExclusiveLock') AS own
+            coalesce(s.n_tup_del, 0)::text AS deleted, c.relfilenode::text AS storage
        FROM pg_catalog.pg_class c
        LEFT JOIN pg_catalog.pg_stat_xact_user_tables s ON s.relid = c.oid
       WHERE c.relkind IN ('r', 'p') AND c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = $1::oid)`,
     [clientsOid],
   );
   return new Map(r.rows.map((row) => [row.oid, {
-    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage, own: row.own,
+    name: row.name, inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), storage: row.storage,
   }]));
 }
 

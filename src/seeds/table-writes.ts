@@ -15,8 +15,6 @@ export interface TableState {
   updated: number;
   deleted: number;
   storage: string;
-  /** This transaction holds the table exclusively (TRUNCATE, a rewrite, CREATE, DROP). */
-  own: boolean;
 }
 
 /**
@@ -30,7 +28,11 @@ export interface TableState {
 export interface TriggerWrites {
   otherAuditRows: number;
   deliveriesPerNewClient: number;
-  /** The tables this transaction holds exclusively, a dropped one among them (tablesHeldExclusively). */
+  /**
+   * The tables this transaction holds exclusively (tablesHeldExclusively): TRUNCATE, a rewrite,
+   * CREATE and DROP take that lock until the commit, so a new storage, a new table or a table
+   * gone without it is another session's doing.
+   */
   held: Set<string>;
 }
 /** Rows that go with a deleted client (ON DELETE CASCADE), and only then. */
@@ -52,7 +54,7 @@ export function writesBeyondClients(before: Map<string, TableState>, after: Map<
       if (triggers.held.has(oid)) problems.push(`dropped ${was.name}`); // else another session did
       continue;
     }
-    if (now.storage !== was.storage && now.own) {
+    if (now.storage !== was.storage && triggers.held.has(oid)) {
       problems.push(oid === clientsOid
         ? 'emptied or rewrote clients (TRUNCATE, say): remove clients with DELETE, so each removal is audited'
         : `emptied or rewrote ${now.name} (TRUNCATE, say)`);
@@ -70,7 +72,7 @@ export function writesBeyondClients(before: Map<string, TableState>, after: Map<
     ];
     if (counts.length > 0) problems.push(`changed ${now.name} (${counts.join(', ')})`);
   }
-  for (const [oid, now] of after) if (!before.has(oid) && now.own) problems.push(`created ${now.name}`);
+  for (const [oid, now] of after) if (!before.has(oid) && triggers.held.has(oid)) problems.push(`created ${now.name}`);
   return problems;
 }
 
