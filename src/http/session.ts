@@ -103,7 +103,6 @@ export class DbSessionStore extends Store {
     } else write = saveSession(this.db, sid, json, this.expiry(sess)).then(() => true);
     write.then((saved) => {
       if (!saved) return callback?.(new AppError(401, 'invalid_credentials', 'Your password changed, or you were signed out everywhere, while you were signing in. Sign in again.'));
-      delete sess.renewedFrom;
       if (!stored[READ_FROM_STORE]) Object.defineProperty(sess, READ_FROM_STORE, { value: true, enumerable: false });
       callback?.();
     }, (err) => callback?.(err));
