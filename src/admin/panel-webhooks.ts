@@ -4,9 +4,9 @@ import type { Db } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
-import { EVENT_TYPES } from '../webhooks/events.ts';
+import { EVENT_TYPES, eventSet } from '../webhooks/events.ts';
 import { registerWebhookSchema, updateWebhookSchema } from '../webhooks/schemas.ts';
-import type { WebhookService } from '../webhooks/service.ts';
+import type { PublicWebhook, WebhookService } from '../webhooks/service.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
@@ -27,9 +27,14 @@ function apiInput<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
 
 /** The edit form's fields saved only when changed (editedFields); the events as one comma-separated value. */
 const EDIT_FIELDS = ['url', 'events'] as const;
+type EditValues = Record<(typeof EDIT_FIELDS)[number], string>;
+/** The events of a comma-separated value. */
+const splitEvents = (text: string | undefined): string[] => (text ?? '').split(',').filter(Boolean);
 /** The events compare as a set; the URL as typed, spaces around it aside. */
-const sameEditValue = (field: (typeof EDIT_FIELDS)[number], a: string, b: string): boolean =>
-  (field === 'events' ? a.split(',').filter(Boolean).sort().join() === b.split(',').filter(Boolean).sort().join() : a.trim() === b.trim());
+const sameEditValue = (field: keyof EditValues, a: string, b: string): boolean =>
+  (field === 'events' ? eventSet(splitEvents(a)) === eventSet(splitEvents(b)) : a.trim() === b.trim());
+/** The edit form's values of a webhook as saved. */
+const savedValues = (w: { url: string; events: readonly string[] }): EditValues => ({ url: w.url, events: w.events.join(',') });
 
 /** What each event means, for the checkboxes (docs/contract.md, "Webhooks"). */
 export const EVENT_LABELS: Record<string, string> = {
@@ -71,12 +76,29 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     await renderList(req, res, { url: typeof body.url === 'string' ? body.url : '', events: chosen }, err);
   };
 
-  const show: RequestHandler = async (req, res) => {
+  /** The webhook the path names, or undefined. */
+  const webhookOf = async (req: Request) => {
     const id = idParam(req);
-    const webhook = (await webhooks.list()).find((w) => w.id === id);
+    return (await webhooks.list()).find((w) => w.id === id);
+  };
+
+  /**
+   * One webhook's page: its edit form holds `form` and judges the next save against `shown`
+   * (`was_url`, `was_events`), both as saved unless a refused save gives them.
+   */
+  const renderDetail = async (
+    req: Request, res: Response, webhook: PublicWebhook, form = savedValues(webhook), shown = savedValues(webhook), refused?: unknown,
+  ) => {
+    renderAdmin(req, res, 'webhook', {
+      section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(webhook.id, 100),
+      form: { url: form.url, events: splitEvents(form.events), was_url: shown.url, was_events: shown.events },
+    }, refused === undefined ? {} : refusedForm(refused));
+  };
+
+  const show: RequestHandler = async (req, res) => {
+    const webhook = await webhookOf(req);
     if (!webhook) throw new AppError(404, 'webhook_not_found', 'There is no webhook with this id.');
-    const form = { url: webhook.url, events: webhook.events, was_url: webhook.url, was_events: webhook.events.join(',') };
-    renderAdmin(req, res, 'webhook', { section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(id, 100), form });
+    await renderDetail(req, res, webhook);
   };
 
   /**
@@ -91,7 +113,7 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
     const typed = { url: form.url, events: ticked(form.events).join(',') };
     const edited = editedFields(EDIT_FIELDS, typed, form, sameEditValue);
     const parsed = apiInput(updateWebhookSchema, { url: form.url, events: ticked(form.events), ...(form.secret === '' ? {} : { secret: form.secret }) });
-    const shown = { url: edited.includes('url') ? form.was_url : undefined, events: edited.includes('events') ? form.was_events?.split(',').filter(Boolean) : undefined };
+    const shown = { url: edited.includes('url') ? form.was_url : undefined, events: edited.includes('events') && form.was_events !== undefined ? splitEvents(form.was_events) : undefined };
     await webhooks.update(id, {
       url: edited.includes('url') ? parsed.url : undefined, events: edited.includes('events') ? parsed.events : undefined, secret: parsed.secret,
     }, actorOf(req, res, 'admin_panel'), shown);
@@ -109,15 +131,12 @@ export function webhookPanel(deps: { db: Db; webhooks: WebhookService }) {
    */
   const updateFailed = (back: ErrorRequestHandler): ErrorRequestHandler => async (err, req, res, next) => {
     if (!(err instanceof AppError) || err.code !== 'edit_conflict') return back(err, req, res, next);
-    const webhook = (await webhooks.list()).find((w) => w.id === idParam(req));
+    const webhook = await webhookOf(req);
     if (!webhook) return back(err, req, res, next);
     const body = req.body as Record<string, unknown>;
     const posted = { ...body, events: ticked(body.events as string | string[] | undefined).join(',') };
-    const { form, shown } = refusedEdit(EDIT_FIELDS, posted, { url: webhook.url, events: webhook.events.join(',') }, err, sameEditValue);
-    renderAdmin(req, res, 'webhook', {
-      section: 'webhooks', webhook, events, deliveries: await webhooks.deliveries(webhook.id, 100),
-      form: { url: form.url, events: form.events.split(',').filter(Boolean), was_url: shown.url, was_events: shown.events },
-    }, refusedForm(err));
+    const { form, shown } = refusedEdit(EDIT_FIELDS, posted, savedValues(webhook), err, sameEditValue);
+    await renderDetail(req, res, webhook, form, shown, err);
   };
 
   const setActive: RequestHandler = async (req, res) => {

@@ -15,6 +15,11 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** A list of events as one comparable value: the same events in any order or repeated compare equal. */
+export function eventSet(events: readonly string[]): string {
+  return [...new Set(events)].sort().join(',');
+}
+
 /** One event's payload (its `data`). */
 export type EventData = Record<string, unknown>;
 

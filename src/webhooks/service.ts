@@ -4,7 +4,7 @@ import type { Deps } from '../context.ts';
 import { refuseEditConflicts } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
 import { guardPolicy, type Lookup, parseWebhookUrl, resolveTarget, systemLookup, UrlNotAllowedError } from './address-guard.ts';
-import type { EventType } from './events.ts';
+import { eventSet, type EventType } from './events.ts';
 import {
   deleteWebhook, disableWebhook, enableWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, lockWebhook, requeueDelivery, updateWebhook, type WebhookRecord,
 } from './queries.ts';
@@ -25,11 +25,6 @@ function toPublic(w: WebhookRecord, detailed = false): PublicWebhook {
 }
 
 const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
-
-/** A list of events as one comparable value: the same events in any order or repeated compare equal. */
-function eventSet(events: readonly string[]): string {
-  return [...new Set(events)].sort().join(',');
-}
 
 function audit(actor: Actor) {
   return { userId: actor.userId ?? null, username: actor.username ?? null, ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null };
