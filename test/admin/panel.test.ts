@@ -2,15 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-
-/** Signs a form session in at /login as `user`. */
-async function signInPage(app: TestApp, user: { username: string; password: string }) {
-  const s = formSession(app.app);
-  const page = await s.get('/login');
-  const res = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
-  expect(res.status).toBe(303);
-  return s;
-}
+import { panelSession } from './support.ts';
 
 describe('admin panel over HTTP', () => {
   let app: TestApp;
@@ -32,7 +24,7 @@ describe('admin panel over HTTP', () => {
     '/admin/webhooks', `/admin/webhooks/${webhookId}/active`, `/admin/webhooks/${webhookId}/delete`];
 
   it('renders every admin page for an administrator, no-store', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     for (const path of pages()) {
       const res = await s.get(path);
       expect(res.status, path).toBe(200);
@@ -55,7 +47,7 @@ describe('admin panel over HTTP', () => {
 
   it('refuses a signed-in non-admin with a 403 page on every page and form, changing nothing', async () => {
     const member = await makeUser(app);
-    const s = await signInPage(app, member);
+    const s = await panelSession(app, member);
     const csrf = hiddenField((await s.get('/dashboard')).text, '_csrf');
     for (const path of pages()) {
       const res = await s.get(path);
@@ -71,7 +63,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('refuses every admin form without the CSRF token', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     for (const path of forms()) {
       const res = await s.post(path, { active: 'false', confirm: 'on', client_name: 'x', callback_url: 'https://x.example/' });
       expect(res.status, path).toBe(403);
@@ -82,7 +74,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('answers a form about a client, user or webhook that does not exist with the error page, leaving no message for a later page', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     const csrf = hiddenField((await s.get('/admin/webhooks')).text, '_csrf');
     for (const [path, status] of [['/admin/clients/nonexist/active', 404], ['/admin/clients/nonexist/regenerate', 404], ['/admin/clients/nonexist', 404], ['/admin/users/999999999/active', 404],
       ['/admin/users/abc/unlock', 400], ['/admin/users/999999999/password', 404], ['/admin/users/999999999/links/nonexist/revoke', 404],
@@ -103,7 +95,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('answers hostile input on the pages without a server error', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     // NUL characters are refused at the edge, before any handler, as bad input
     expect((await s.get('/admin/clients/a%00b')).status).toBe(400);
     expect((await s.get('/admin/users?q=a%00b')).status).toBe(400);
@@ -120,7 +112,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('takes the audit page\'s own form, pager and export links, and refuses an unknown key or a malformed address on the page', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     const action = `test.panel.${Date.now()}`;
     await app.db.query(
       `INSERT INTO audit_log (action, outcome, username, ip_address, details) SELECT $1, 'success', 'u' || g, '10.1.2.3', '{}' FROM generate_series(1, 51) AS g`,
@@ -152,7 +144,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('shows a new or regenerated secret in the answer to its form, no-store, and never writes it to the session', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     const sessionsHold = async (secret: string) => JSON.stringify((await app.db.query<{ sess: unknown }>('SELECT sess FROM sessions')).rows).includes(secret);
     const shown = (page: { text: string }) => page.text.match(/id="client-secret" type="text" readonly value="([A-Za-z0-9_-]{43})"/)?.[1];
     const csrf = hiddenField((await s.get('/admin/clients')).text, '_csrf');
@@ -187,7 +179,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('a form whose answer shows a new secret, sent twice, does its work once and shows the same secret both times', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     const shown = (page: { text: string }) => page.text.match(/id="client-secret" type="text" readonly value="([A-Za-z0-9_-]{43})"/)?.[1];
     const list = await s.get('/admin/clients');
     const name = `Clicked Twice ${Date.now()}`;
@@ -229,7 +221,7 @@ describe('admin panel over HTTP', () => {
 
   it('saves a user\'s profile form auditing only what changed, and says so when nothing did', async () => {
     const member = await makeUser(app, { fullName: 'Form Name' });
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     const csrf = hiddenField((await s.get(`/admin/users/${member.id}`)).text, '_csrf');
     const updates = async () => (await app.db.query<{ details: any }>("SELECT details FROM audit_log WHERE action = 'user.update' AND user_id = $1 ORDER BY id", [member.id]))
       .rows.map((r) => (typeof r.details === 'string' ? JSON.parse(r.details) : r.details));
@@ -245,7 +237,7 @@ describe('admin panel over HTTP', () => {
   });
 
   it('shows the overview counts', async () => {
-    const s = await signInPage(app, adminUser);
+    const s = await panelSession(app, adminUser);
     await app.http.post('/api/auth/login', { login: adminUser.username, password: 'wrong password' });
     const html = (await s.get('/admin')).text;
     const stat = (name: string) => Number(html.match(new RegExp(`data-stat="${name}">(\\d+)<`))?.[1]);

@@ -1,14 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { formSession, hiddenField } from '../pages/form-session.ts';
-
-async function panel(app: TestApp, user: { username: string; password: string }) {
-  const s = formSession(app.app);
-  const page = await s.get('/login');
-  await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
-  return s;
-}
+import { hiddenField } from '../pages/form-session.ts';
+import { panelSession } from './support.ts';
 
 /** The form of a page as the browser sends it back: every hidden and visible field it carries, with `changes`. */
 function formOf(page: string, action: string, changes: Record<string, string>): Record<string, string> {
@@ -38,9 +32,9 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('saves only the field changed: the admin role another administrator took away meanwhile stays away', async () => {
     const rogue = await makeUser(app, { role: 'admin', fullName: 'Rogue' });
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const pageA = (await a.get(`/admin/users/${rogue.id}`)).text;
-    const b = await panel(app, adminB);
+    const b = await panelSession(app, adminB);
     const pageB = (await b.get(`/admin/users/${rogue.id}`)).text;
     expect((await b.post(`/admin/users/${rogue.id}`, formOf(pageB, `/admin/users/${rogue.id}`, { role: 'user' }))).status).toBe(303);
     const saved = await a.post(`/admin/users/${rogue.id}`, formOf(pageA, `/admin/users/${rogue.id}`, { email: `fixed.${rogue.email}` }));
@@ -50,7 +44,7 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('refuses a field both changed (edit_conflict), showing what is saved now; saving again then replaces it', async () => {
     const user = await makeUser(app);
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const pageA = (await a.get(`/admin/users/${user.id}`)).text;
     await app.services.users.updateProfile(user.id, { email: `b.${user.email}` }, { via: 'admin_api', userId: adminB.id, username: adminB.username });
     const refused = await a.post(`/admin/users/${user.id}`, formOf(pageA, `/admin/users/${user.id}`, { email: `a.${user.email}` }));
@@ -65,7 +59,7 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('does not re-admit a range another administrator just removed from a client\'s allow list', async () => {
     const client = await makeClient(app, { allowedIps: ['203.0.113.7', '198.51.100.0/24'], callbackUrl: 'https://shop.example/cb' });
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const action = `/admin/clients/${client.client_id}`;
     const pageA = (await a.get(action)).text;
     await app.services.clients.updateClient(client.client_id, { allowedIps: ['203.0.113.7'] }, { via: 'admin_panel', userId: adminB.id, username: adminB.username });
@@ -81,7 +75,7 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('a save after a refusal still saves only what the administrator changed: after edit_conflict the demotion stays', async () => {
     const rogue = await makeUser(app, { role: 'admin' });
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const action = `/admin/users/${rogue.id}`;
     const pageA = (await a.get(action)).text;
     await app.services.users.updateProfile(rogue.id, { email: `b.${rogue.email}`, role: 'user' }, { via: 'admin_api', userId: adminB.id, username: adminB.username });
@@ -94,7 +88,7 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('a save after a validation error does not re-admit a range removed meanwhile', async () => {
     const client = await makeClient(app, { allowedIps: ['203.0.113.7', '198.51.100.0/24'], callbackUrl: 'https://shop.example/cb' });
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const action = `/admin/clients/${client.client_id}`;
     const pageA = (await a.get(action)).text;
     await app.services.clients.updateClient(client.client_id, { allowedIps: ['203.0.113.7'] }, { via: 'admin_panel', userId: adminB.id, username: adminB.username });
@@ -108,8 +102,8 @@ describe('admin panel: a form saved from a page shown before another administrat
   it('two saves of one field from pages shown alike, sent at once: one saved, the other edit_conflict (checked under the row\'s lock)', async () => {
     const subject = await makeUser(app);
     const action = `/admin/users/${subject.id}`;
-    const a = await panel(app, adminA);
-    const b = await panel(app, adminB);
+    const a = await panelSession(app, adminA);
+    const b = await panelSession(app, adminB);
     const [pageA, pageB] = [(await a.get(action)).text, (await b.get(action)).text];
     const [ra, rb] = await Promise.all([
       a.post(action, formOf(pageA, action, { email: `a.${subject.email}` })), b.post(action, formOf(pageB, action, { email: `b.${subject.email}` }))]);
@@ -119,8 +113,8 @@ describe('admin panel: a form saved from a page shown before another administrat
   it('the same for a client system\'s allow list', async () => {
     const client = await makeClient(app, { allowedIps: ['203.0.113.7'] });
     const action = `/admin/clients/${client.client_id}`;
-    const a = await panel(app, adminA);
-    const b = await panel(app, adminB);
+    const a = await panelSession(app, adminA);
+    const b = await panelSession(app, adminB);
     const [pageA, pageB] = [(await a.get(action)).text, (await b.get(action)).text];
     const [ra, rb] = await Promise.all([
       a.post(action, formOf(pageA, action, { allowed_ips: '203.0.113.7\n192.0.2.1' })), b.post(action, formOf(pageB, action, { allowed_ips: '198.51.100.9' }))]);
@@ -129,7 +123,7 @@ describe('admin panel: a form saved from a page shown before another administrat
 
   it('a form without the shown values (a script) saves every field, as before', async () => {
     const user = await makeUser(app, { fullName: 'Script' });
-    const a = await panel(app, adminA);
+    const a = await panelSession(app, adminA);
     const page = (await a.get(`/admin/users/${user.id}`)).text;
     const r = await a.post(`/admin/users/${user.id}`, { _csrf: hiddenField(page, '_csrf'), email: user.email, full_name: 'Script', role: 'admin' });
     expect(r.status).toBe(303);

@@ -2,6 +2,7 @@ import type { TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import type { RequestOptions } from '../helpers/http.ts';
 import { signIn } from '../auth/support.ts';
+import { formSession, hiddenField } from '../pages/form-session.ts';
 
 /** A signed-in person: their record and the session cookie as request headers. */
 export interface SignedIn {
@@ -26,4 +27,13 @@ export async function auditOf(app: TestApp, action: string): Promise<Array<{ use
     [action],
   );
   return r.rows.map((row) => ({ ...row, details: typeof row.details === 'string' ? JSON.parse(row.details) : row.details }));
+}
+
+/** A browser (formSession) signed in as `user` through the sign-in page, for the admin panel's pages and forms. */
+export async function panelSession(app: TestApp, user: { username: string; password: string }) {
+  const s = formSession(app.app);
+  const page = await s.get('/login');
+  const res = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login: user.username, password: user.password });
+  if (res.status !== 303) throw new Error(`sign-in failed: ${res.status}`);
+  return s;
 }

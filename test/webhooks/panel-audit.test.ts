@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
-import { formSession, hiddenField } from '../pages/form-session.ts';
-import { auditOf } from '../admin/support.ts';
+import { hiddenField } from '../pages/form-session.ts';
+import { auditOf, panelSession } from '../admin/support.ts';
 
 /** The panel's edit form sends every field; the audit names what changed (found by a review helper). */
 describe('the panel\'s webhook edit form', () => {
@@ -16,9 +16,7 @@ describe('the panel\'s webhook edit form', () => {
 
   it('audits a new secret as a change of the secret only (as PATCH /api/webhooks/:id does), not of the URL and events it left alone', async () => {
     const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: 'the-old-signing-secret' }, { via: 'cli' });
-    const s = formSession(app.app);
-    const login = await s.get('/login');
-    expect((await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: adminUser.username, password: adminUser.password })).status).toBe(303);
+    const s = await panelSession(app, adminUser);
     const page = await s.get(`/admin/webhooks/${hook.id}`);
     // the form as rendered (URL and the ticked event unchanged), with a new secret typed in
     const saved = await s.post(`/admin/webhooks/${hook.id}`, {
@@ -31,9 +29,7 @@ describe('the panel\'s webhook edit form', () => {
 
   it('writes no "changed" entry for a save that changes nothing', async () => {
     const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/other', events: ['user.logout'], secret: 'the-old-signing-secret' }, { via: 'cli' });
-    const s = formSession(app.app);
-    const login = await s.get('/login');
-    await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: adminUser.username, password: adminUser.password });
+    const s = await panelSession(app, adminUser);
     const page = await s.get(`/admin/webhooks/${hook.id}`);
     const saved = await s.post(`/admin/webhooks/${hook.id}`, { _csrf: hiddenField(page.text, '_csrf'), url: 'http://127.0.0.1:9/other', secret: '', events: 'user.logout' });
     expect(saved.status).toBe(303);
@@ -57,9 +53,7 @@ describe('the panel\'s webhook edit form, saved from an older page', () => {
   const byB = () => ({ via: 'admin_api' as const, userId: adminB.id, username: adminB.username });
   const rowOf = async (id: number) => (await app.db.query<{ url: string; events: string[] }>('SELECT url, events FROM webhooks WHERE id = $1', [id])).rows[0];
   async function pageOf(id: number) {
-    const s = formSession(app.app);
-    const login = await s.get('/login');
-    await s.post('/login', { _csrf: hiddenField(login.text, '_csrf'), step: 'password', login: adminA.username, password: adminA.password });
+    const s = await panelSession(app, adminA);
     return { s, page: (await s.get(`/admin/webhooks/${id}`)).text };
   }
   /** The edit form as the browser sends it: its hidden fields, the URL and the ticked events, with `changes`. */
