@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { hiddenField } from '../pages/form-session.ts';
-import { panelSession } from './support.ts';
+import { auditOf, panelSession } from './support.ts';
 
 /** The form of a page as the browser sends it back: every hidden and visible field it carries, with `changes`. */
 function formOf(page: string, action: string, changes: Record<string, string>): Record<string, string> {
@@ -128,5 +128,66 @@ describe('admin panel: a form saved from a page shown before another administrat
     const r = await a.post(`/admin/users/${user.id}`, { _csrf: hiddenField(page, '_csrf'), email: user.email, full_name: 'Script', role: 'admin' });
     expect(r.status).toBe(303);
     expect((await roleOf(user.id)).role).toBe('admin');
+  });
+
+  const byB = () => ({ via: 'admin_api' as const, userId: adminB.id, username: adminB.username });
+  const rowOf = async (id: number) => (await app.db.query<{ url: string; events: string[] }>('SELECT url, events FROM webhooks WHERE id = $1', [id])).rows[0];
+  async function pageOf(id: number) {
+    const s = await panelSession(app, adminA);
+    return { s, page: (await s.get(`/admin/webhooks/${id}`)).text };
+  }
+  /** A webhook's edit form as the browser sends it (its ticked checkboxes, which formOf does not read): its hidden fields, the URL and the ticked events, with `changes`. */
+  function webhookFormOf(page: string, id: number, changes: Record<string, string | string[]>) {
+    const form = page.slice(page.indexOf(`class="form" method="post" action="/admin/webhooks/${id}"`));
+    const body = form.slice(0, form.indexOf('</form>'));
+    const fields: Record<string, string | string[]> = {};
+    for (const m of body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) fields[m[1]] = m[2];
+    fields.url = /name="url"[^>]*value="([^"]*)"/.exec(body)![1];
+    fields.events = [...body.matchAll(/name="events" type="checkbox" value="([^"]+)" checked/g)].map((m) => m[1]);
+    fields.secret = '';
+    return { ...fields, ...changes };
+  }
+
+  it('a webhook\'s form saves only what was changed: events another administrator changed meanwhile stay theirs', async () => {
+    const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/a', events: ['user.login', 'user.locked'], secret: 'the-old-signing-secret' }, { via: 'cli' });
+    const { s, page } = await pageOf(hook.id);
+    await app.services.webhooks.update(hook.id, { events: ['user.login'] }, byB());
+    expect((await s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(page, hook.id, { url: 'http://127.0.0.1:9/a2' }))).status).toBe(303);
+    expect(await rowOf(hook.id)).toStrictEqual({ url: 'http://127.0.0.1:9/a2', events: ['user.login'] });
+  });
+
+  it('a webhook\'s form refuses a field both changed (edit_conflict), keeping what was typed; saving again then replaces it', async () => {
+    const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/b', events: ['user.login'], secret: 'the-old-signing-secret' }, { via: 'cli' });
+    const { s, page } = await pageOf(hook.id);
+    await app.services.webhooks.update(hook.id, { url: 'http://127.0.0.1:9/b-by-b' }, byB());
+    const refused = await s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(page, hook.id, { url: 'http://127.0.0.1:9/b-by-a' }));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('The receiver URL was changed by someone else since this page was opened.');
+    expect((await rowOf(hook.id)).url, 'nothing saved').toBe('http://127.0.0.1:9/b-by-b');
+    expect(hiddenField(refused.text, 'was_url'), 'the page judges the next save against what is saved now').toBe('http://127.0.0.1:9/b-by-b');
+    expect((await s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(refused.text, hook.id, {}))).status).toBe(303);
+    expect((await rowOf(hook.id)).url, 'the form kept what was typed: saved now').toBe('http://127.0.0.1:9/b-by-a');
+  });
+
+  it('a webhook\'s events too: ticking one more on an older page is refused when someone else changed them, and nothing is audited', async () => {
+    const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/c', events: ['user.login', 'user.locked'], secret: 'the-old-signing-secret' }, { via: 'cli' });
+    const { s, page } = await pageOf(hook.id);
+    await app.services.webhooks.update(hook.id, { events: ['user.login'] }, byB());
+    const refused = await s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(page, hook.id, { events: ['user.login', 'user.locked', 'user.logout'] }));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('The events were changed by someone else since this page was opened.');
+    expect((await rowOf(hook.id)).events).toStrictEqual(['user.login']);
+    const mine = (await auditOf(app, 'webhook.update')).filter((a) => a.details.webhook_id === hook.id && a.username === adminA.username);
+    expect(mine).toStrictEqual([]);
+  });
+
+  it('two saves of a webhook\'s URL from pages shown alike, sent at once: one saved, the other edit_conflict', async () => {
+    const hook = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/d', events: ['user.login'], secret: 'the-old-signing-secret' }, { via: 'cli' });
+    const [a, b] = [await pageOf(hook.id), await pageOf(hook.id)];
+    const [ra, rb] = await Promise.all([
+      a.s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(a.page, hook.id, { url: 'http://127.0.0.1:9/d-a' })),
+      b.s.post(`/admin/webhooks/${hook.id}`, webhookFormOf(b.page, hook.id, { url: 'http://127.0.0.1:9/d-b' })),
+    ]);
+    expect([ra.status, rb.status].sort()).toStrictEqual([303, 400]);
   });
 });
