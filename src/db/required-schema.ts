@@ -37,6 +37,8 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     columns: ['id', 'username', 'email', 'full_name', 'role', 'password_hash', 'active', 'totp_secret', 'totp_enabled', 'totp_last_step', 'created_at', 'updated_at',
       'must_change_password', 'password_changed_at'],
     privileges: READ_WRITE,
+    // migrations/0021: a user's tokens go with it (sso_tokens has no foreign keys)
+    triggers: ['users_delete_tokens', 'users_truncate_tokens'],
     unique: [['id'], ['username']],
   },
   login_attempts: { columns: ['login', 'failed_count', 'locked_until', 'updated_at'], privileges: READ_WRITE, unique: [['login']] },
@@ -45,8 +47,10 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
       'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
     privileges: READ_WRITE,
-    // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without repeating them)
-    triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash'],
+    // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without
+    // repeating them), 0021 (a client's tokens go with it)
+    triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash',
+      'clients_delete_tokens', 'clients_truncate_tokens'],
     unique: [['client_id']],
   },
   sso_tokens: {

@@ -6,7 +6,7 @@ import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { sessionCookie as sessionCookieOf } from './support.ts';
+import { sessionCookie as sessionCookieOf, subscribe } from './support.ts';
 
 const NEW_PASSWORD = 'four unrelated words here';
 const CLI = { via: 'cli' as const, username: 'test' };
@@ -156,15 +156,23 @@ describe('sign-in and sign-out meeting each other', () => {
       const client = await makeClient(app);
       const browser = await signedInBrowser(user, client);
       await app.db.query('UPDATE sso_tokens SET used_at = now() WHERE user_id = $1', [user.id]);
-      // the token's row refers to its user: holding the user's row stops the issue just before it commits
-      const release = await holdLocks(app.db, 'SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [user.id]);
-      const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
-      await waitForLockWaiters(app.db, 1);
-      const signingOut = browser.get('/sso/logout');
-      // the sign-out waits for the issue, or (had it not to) is through already
-      await Promise.race([signingOut, waitForLockWaiters(app.db, 2)]);
-      await release();
-      const [issued, out] = await Promise.all([issuing, signingOut]);
+      // the issue's user.login event reads its webhook's row (FOR KEY SHARE, for the delivery's
+      // key) after it took the session's: holding that row stops the issue just before it commits
+      const webhook = await subscribe(app, ['user.login']);
+      let answers: Awaited<ReturnType<typeof browser.get>>[];
+      try {
+        const release = await holdLocks(app.db, 'SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [webhook]);
+        const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
+        await waitForLockWaiters(app.db, 1);
+        const signingOut = browser.get('/sso/logout');
+        // the sign-out waits for the issue, or (had it not to) is through already
+        await Promise.race([signingOut, waitForLockWaiters(app.db, 2)]);
+        await release();
+        answers = await Promise.all([issuing, signingOut]);
+      } finally {
+        await app.db.query('UPDATE webhooks SET active = false WHERE id = $1', [webhook]);
+      }
+      const [issued, out] = answers;
       expect(out.status).toBe(200);
       expect(issued.status, issued.text).toBe(303);
       const token = new URL(issued.headers.location!).searchParams.get('token');
@@ -183,7 +191,7 @@ describe('sign-in and sign-out meeting each other', () => {
       const release = await holdLocks(app.db, 'SELECT 1 FROM login_attempts WHERE login = $1 FOR UPDATE', [user.username]);
       const changing = app.http.post('/api/user/password', { current_password: user.password, new_password: NEW_PASSWORD }, { headers: { authorization: `Bearer ${bearer}` } });
       await waitForLockWaiters(app.db, 1);
-      // the issue holds the browser's session row, and its token's row refers to the user's
+      // the issue holds the browser's session row (its token's row no longer locks the user's)
       const issuing = browser.get(`/sso/login?client_id=${client.client_id}`);
       await Promise.race([issuing, waitForLockWaiters(app.db, 2)]);
       await release();

@@ -54,12 +54,14 @@ describe('batched statements', () => {
       return rows.map(() => true as const);
     });
     const good = [token(userId), token(userId), token(userId)];
-    const orphan = token(userId + 1000); // no such user: a foreign key violation
-    const outcomes = await Promise.allSettled([good[0], orphan, good[1], good[2]].map((row) => recorder.load(row)));
+    const taken = token(userId);
+    await writeTogether(t.db, [issuedTokenRows([taken])]);
+    const again = { ...token(userId), jti: taken.jti }; // a jti already stored: a unique violation
+    const outcomes = await Promise.allSettled([good[0], again, good[1], good[2]].map((row) => recorder.load(row)));
     expect(outcomes.map((o) => o.status)).toStrictEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    expect(String((outcomes[1] as PromiseRejectedResult).reason?.message)).toMatch(/foreign key/);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason?.message)).toMatch(/duplicate key/);
     expect(statements, 'the batch of four, then each request alone').toBe(5);
-    const stored = await t.db.query<{ jti: string }>('SELECT jti FROM sso_tokens WHERE jti = ANY ($1::uuid[])', [[...good, orphan].map((r) => r.jti)]);
+    const stored = await t.db.query<{ jti: string }>('SELECT jti FROM sso_tokens WHERE jti = ANY ($1::uuid[])', [good.map((r) => r.jti)]);
     expect(stored.rows.map((r) => r.jti).sort(), 'the good rows stored once each, the refused one not at all').toStrictEqual(good.map((r) => r.jti).sort());
   });
 });

@@ -48,13 +48,15 @@ describe('writes composed into one statement', () => {
   });
 
   it('is atomic: when one part is refused, the others write nothing', async () => {
-    const orphan = token(userId + 1000, 'orphan'); // no such user: a foreign key violation
+    const taken = token(userId, 'first holder');
+    await writeTogether(t.db, [issuedTokenRows([taken])]);
+    const again = { ...token(userId, 'again'), jti: taken.jti }; // a jti already stored: a unique violation
     await expect(writeTogether(t.db, [
-      auditRows([{ action: 'compose.atomic', outcome: 'success', details: { jti: orphan.jti } }]),
-      eventDeliveries('user.login', [{ jti: orphan.jti }]),
-      issuedTokenRows([orphan]),
-    ])).rejects.toThrow(/foreign key/);
+      auditRows([{ action: 'compose.atomic', outcome: 'success', details: { jti: again.jti } }]),
+      eventDeliveries('user.login', [{ jti: again.jti }]),
+      issuedTokenRows([again]),
+    ])).rejects.toThrow(/duplicate key/);
     expect((await t.db.query("SELECT 1 FROM audit_log WHERE action = 'compose.atomic'")).rowCount).toBe(0);
-    expect((await t.db.query("SELECT 1 FROM webhook_deliveries WHERE data->>'jti' = $1", [orphan.jti])).rowCount).toBe(0);
+    expect((await t.db.query("SELECT 1 FROM webhook_deliveries WHERE data->>'jti' = $1", [again.jti])).rowCount).toBe(0);
   });
 });
