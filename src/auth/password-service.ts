@@ -143,11 +143,10 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         login = who.login;
       }
       const input = { login, password: currentPassword, totp: 'totp' in who ? who.totp : undefined, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, via: 'password_change' as const };
-      // what the policy says of the new password alone first: the credentials' check uses up a
-      // recovery code given with them, which a refused change would otherwise have spent
+      // what the policy says of the new password alone first, before the credentials are checked
       if (newPassword === currentPassword) throw new AppError(400, 'invalid_password', 'The new password must differ from the current one.');
       assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH);
-      const { user } = await auth.checkCredentials(input, { secondFactor: !('userId' in who) });
+      const { user, code } = await auth.checkCredentials(input, { secondFactor: !('userId' in who) });
       assertPasswordAllowed(newPassword, config.PASSWORD_MIN_LENGTH, user); // and of it beside the user's name and email, for the user only
       const hash = await hashPassword(newPassword, config.BCRYPT_COST);
       const credentialsVersion = await db.transaction(async (tx) => {
@@ -159,6 +158,8 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         const now = await credentialsNow(tx, user.id, user.password_hash);
         if (now.state === 'password_changed') throw new AppError(401, 'invalid_credentials', 'The current password was changed meanwhile; sign in with the new one.');
         if (now.state === 'inactive') throw new AppError(401, 'unauthenticated', 'Sign in first');
+        // the code given is used up with the change, or not at all
+        if (code && !(await code.spend(tx))) return null;
         await storePassword(tx, user.id, hash, false);
         await resetLoginFailures(tx, user.username);
         await writeAudit(tx, {
@@ -167,6 +168,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
         });
         return (await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid)).credentialsVersion;
       });
+      if (credentialsVersion === null) return code!.refuse();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
       return { user: record, credentialsVersion };
     },

@@ -113,6 +113,18 @@ export async function claimTotpStep(q: Queryable, userId: number, step: number):
   return r.rowCount > 0;
 }
 
+/** Whether a TOTP time step is still unused by the user (claimTotpStep would take it), without taking it. */
+export async function totpStepUnused(q: Queryable, userId: number, step: number): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM users WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2)', [userId, step]);
+  return r.rowCount > 0;
+}
+
+/** Whether the user has this recovery code unused (consumeRecoveryCode would use it), without using it. */
+export async function recoveryCodeUnused(q: Queryable, userId: number, codeHash: string): Promise<boolean> {
+  const r = await q.query('SELECT 1 FROM recovery_codes WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL LIMIT 1', [userId, codeHash]);
+  return r.rowCount > 0;
+}
+
 /** Marks one unused recovery code of a user used, in one statement; false when no such unused code. */
 export async function consumeRecoveryCode(q: Queryable, userId: number, codeHash: string): Promise<boolean> {
   const r = await q.query(

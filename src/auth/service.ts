@@ -1,4 +1,5 @@
 import { writeAudit } from '../audit/writer.ts';
+import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
@@ -52,16 +53,20 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
      * the credentials it signed in with: the session or access token it makes carries it.
      */
     async login(input: LoginInput): Promise<{ user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string }> {
-      const { user, twoFactorUsed, login } = await checkCredentials(input, { secondFactor: true });
+      const { user, twoFactorUsed, login, code } = await checkCredentials(input, { secondFactor: true });
       // the password was right: nothing is counted, but no session or token until it is changed
+      // (the code given is spent: the answer says so, and asks for the next one with the change)
       const requireChange = async (): Promise<never> => {
-        await db.transaction(async (tx) => {
+        const spent = await db.transaction(async (tx) => {
+          if (code && !(await code.spend(tx))) return false;
           await resetLoginFailures(tx, login);
           await writeAudit(tx, {
             action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: input.ipAddress,
             userAgent: input.userAgent, details: { via: input.via, reason: 'password_change_required', two_factor: twoFactorUsed },
           });
+          return true;
         });
+        if (!spent) return code!.refuse();
         throw new PasswordChangeRequired(user.id, twoFactorUsed);
       };
       if (user.must_change_password) return requireChange();
@@ -75,6 +80,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         const now = await credentialsNow(tx, user.id, user.password_hash);
         // or an administrator asked for a new password meanwhile, with no new password yet
         if (now.state !== 'unchanged' || now.mustChange) return now;
+        if (code && !(await code.spend(tx))) return { state: 'code_used' as const };
         await resetLoginFailures(tx, login);
         await writeAudit(tx, {
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
@@ -86,6 +92,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         });
         return now;
       });
+      if (changed.state === 'code_used') return code!.refuse();
       if (changed.state !== 'unchanged') return fail(login, user, changed.state === 'inactive' ? 'user_inactive' : 'invalid_password', input);
       if (changed.mustChange) return requireChange();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;
@@ -181,8 +188,11 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
    * and password (401, counted), the active flag, and with `secondFactor` the TOTP or
    * recovery code of two-factor users. Failures are counted, audited and announced as for
    * a login. Used by login and by a password change, which proves the current password.
+   *
+   * The second factor is checked, not used up: `code` (null without one) must be spent by
+   * the transaction that commits the sign-in or change, and refused when it no longer can be.
    */
-  async function checkCredentials(input: LoginInput, options: { secondFactor: boolean }): Promise<{ user: LoginUser; twoFactorUsed: boolean; login: string }> {
+  async function checkCredentials(input: LoginInput, options: { secondFactor: boolean }): Promise<{ user: LoginUser; twoFactorUsed: boolean; login: string; code: SecondFactor | null }> {
     const login = normalizeUsername(input.login);
     const lock = await activeLock(db, login);
     if (lock) return refuseLocked(login, lock.remaining_seconds, input);
@@ -196,6 +206,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
     if (!user.active) return fail(login, user, 'user_inactive', input);
 
     let twoFactorUsed = false;
+    let code: SecondFactor | null = null;
     if (options.secondFactor && user.totp_enabled) {
       if (input.totp === undefined || input.totp.trim() === '') {
         await writeAudit(db, {
@@ -204,16 +215,21 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         });
         throw new AppError(401, 'totp_required', 'A two-factor code is required');
       }
-      const factor = await twoFactor.checkCodeDetailed(db, user, input.totp);
-      if (factor === 'reused' || factor === null) return fail(login, user, 'invalid_totp', input, factor === 'reused');
+      const matched = await twoFactor.matchCode(db, user, input.totp);
+      if (matched === 'reused' || matched === null) return fail(login, user, 'invalid_totp', input, matched === 'reused');
       twoFactorUsed = true;
+      code = {
+        spend: matched.spend,
+        // a concurrent use took the code after it was checked: refused as that use's twin would be
+        refuse: () => fail(login, user, 'invalid_totp', input, matched.kind === 'totp'),
+      };
     }
     // A lock set while bcrypt ran (concurrent guesses, one of them this right password) wins:
     // the right password must not be told apart from the guesses (a must-change 403), nor
     // change the password of a locked account. Callers that write check again at commit.
     const raced = await activeLock(db, login);
     if (raced) return refuseLocked(login, raced.remaining_seconds, input);
-    return { user, twoFactorUsed, login };
+    return { user, twoFactorUsed, login, code };
   }
 
   async function activeUser(userId: number): Promise<UserRecord | null> {
@@ -223,6 +239,16 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 }
 
 export type AuthService = ReturnType<typeof createAuthService>;
+
+/**
+ * A second factor checked with the credentials, not yet used up: `spend` uses it up in the
+ * transaction that commits the sign-in or change (false: a concurrent use took it meanwhile,
+ * and `refuse` answers as for a code used twice, counted toward the lock).
+ */
+export interface SecondFactor {
+  spend(tx: Queryable): Promise<boolean>;
+  refuse(): Promise<never>;
+}
 
 /** The public view of a user (docs/contract.md, "Answers"). */
 export function publicUser(user: UserRecord): { id: number; username: string; email: string; role: string; full_name: string } {

@@ -8,9 +8,16 @@ import { accountLocked, CountedFailure } from './login-errors.ts';
 import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
-  activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, replaceRecoveryCodes, setPendingTotpSecret, setTotpEnabled,
+  activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, recoveryCodeUnused, replaceRecoveryCodes, setPendingTotpSecret,
+  setTotpEnabled, totpStepUnused,
 } from './queries.ts';
 import { enrollmentMaterial, hashRecoveryCode, looksLikeTotp, matchTotpStep, newRecoveryCodes, newTotpSecret } from './totp.ts';
+
+/** A right code, checked but not yet used up: `spend` uses it up in the caller's transaction (false: used meanwhile). */
+export interface MatchedCode {
+  kind: 'totp' | 'recovery';
+  spend(tx: Queryable): Promise<boolean>;
+}
 
 /** Who is changing their two-factor settings, for the audit log. */
 export interface TwoFactorContext {
@@ -43,17 +50,10 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
 
   /**
    * Accepts a TOTP code (its time step claimed, so it works once) or an unused recovery
-   * code (marked used). Returns which one matched, or null. Each check is one atomic
-   * statement, so two concurrent uses of one code cannot both succeed.
-   */
-  async function checkCode(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<'totp' | 'recovery' | null> {
-    const result = await checkCodeDetailed(q, user, code);
-    return result === 'reused' ? null : result;
-  }
-
-  /**
-   * As checkCode, but tells a right TOTP code whose time step was already used ('reused':
-   * the user should wait for the next code) from a wrong one (null). Never a success.
+   * code (marked used), in `q`. Returns which one matched; 'reused' for a right TOTP code
+   * whose time step was already used (the user should wait for the next code); null for a
+   * wrong one. Each check is one atomic statement, so two concurrent uses of one code cannot
+   * both succeed.
    */
   async function checkCodeDetailed(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<'totp' | 'recovery' | 'reused' | null> {
     if (looksLikeTotp(code)) {
@@ -64,6 +64,27 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     }
     if (code.length > 64) return null;
     return (await consumeRecoveryCode(q, user.id, hashRecoveryCode(code))) ? 'recovery' : null;
+  }
+
+  /**
+   * As checkCodeDetailed for a sign-in, whose success commits later in a transaction of its
+   * own: the code is checked now and used up only by `spend`, run in that transaction, so a
+   * sign-in refused after the check (a lock set meanwhile, credentials changed meanwhile) or
+   * whose transaction is lost (an outage) leaves the code as it was. `spend` answers false
+   * when a concurrent use took the code between the check and the spending.
+   */
+  async function matchCode(q: Queryable, user: { id: number; totp_secret: string | null }, code: string): Promise<MatchedCode | 'reused' | null> {
+    if (looksLikeTotp(code)) {
+      if (!user.totp_secret) return null;
+      const step = await matchTotpStep(user.totp_secret, code);
+      if (step === null) return null;
+      if (!(await totpStepUnused(q, user.id, step))) return 'reused';
+      return { kind: 'totp', spend: (tx) => claimTotpStep(tx, user.id, step) };
+    }
+    if (code.length > 64) return null;
+    const hash = hashRecoveryCode(code);
+    if (!(await recoveryCodeUnused(q, user.id, hash))) return null;
+    return { kind: 'recovery', spend: (tx) => consumeRecoveryCode(tx, user.id, hash) };
   }
 
   /**
@@ -122,8 +143,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
   }
 
   return {
-    checkCode,
-    checkCodeDetailed,
+    matchCode,
 
     /**
      * Starts enrollment: a new secret (replacing any unconfirmed one), its otpauth:// URI
