@@ -1,10 +1,11 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { establishSession } from '../auth/session.ts';
+import type { Logger } from 'pino';
+import { renewSessionAfterChange } from '../auth/session.ts';
 import { currentUser } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
-import { flashNext } from '../pages/render.ts';
+import { flashNext, renderPage } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
@@ -17,8 +18,9 @@ export const PANEL_ROLES = ['user', 'admin'];
 const PROFILE_FIELDS = ['email', 'full_name', 'role'] as const;
 
 /** The panel's user pages: list and search (with links awaiting approval), create, detail (edit, activate, unlock, reset 2FA, links). */
-export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
+export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps: { logger: Logger } }) {
   const { userAdmin, links } = deps;
+  const { logger } = deps.deps;
   const detailUrl = (id: number) => `/admin/users/${id}`;
 
   const list: RequestHandler = async (req, res) => {
@@ -115,7 +117,13 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService }) {
       }
       const { user: me, credentialsVersion } = await userAdmin.setPassword(id, { password: form.password, mustChange: false }, actorOf(req, res, 'admin_panel'), req.sessionID);
       // a new password always signs the user out, so there is a new version
-      await establishSession(req, me, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: credentialsVersion! });
+      if (!(await renewSessionAfterChange(req, me, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: credentialsVersion! }, logger))) {
+        return renderPage(req, res, 'signed-out', {
+          heading: 'Your password was set',
+          lead: 'You could not be kept signed in just now. Sign in again with your new password.',
+          signIn: `/login?next=${encodeURIComponent(detailUrl(id))}`,
+        }, { csrf: false });
+      }
       flashNext(req, { type: 'success', text: 'Your password was set. You are still signed in here; every other session of yours has been signed out.' });
       return res.redirect(303, detailUrl(id));
     }

@@ -1,6 +1,9 @@
 import type { Request } from 'express';
+import type { Logger } from 'pino';
 import { clientIp } from '../http/client-ip.ts';
 import { SESSION_COOKIE } from '../http/session.ts';
+import { failureFields } from '../http/unavailable.ts';
+import { quietly } from '../logging/logger.ts';
 import type { UserRecord } from '../users/user.ts';
 import type { AuthChannel } from './login-failures.ts';
 
@@ -34,6 +37,28 @@ export async function establishSession(
     // answer ends, a second refusal raised after the answer was written.
     await promisify((done) => req.session.regenerate(done)).catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * establishSession after a change that has committed (a new password), which stands whatever
+ * becomes of the session. When the renewed session cannot be saved (the database went away
+ * between the change's commit and the save, or another change committed meanwhile), the
+ * browser is left signed out (its cookie cleared; its old session was renewed away, and is
+ * worthless after the change anyway) and the answer is false: the caller says that the change
+ * was made and asks for a new sign-in, where an error said that a change which had happened
+ * had failed.
+ */
+export async function renewSessionAfterChange(
+  req: Request, user: Pick<UserRecord, 'id'>, options: { twoFactorUsed: boolean; credentialsVersion: string }, logger: Logger,
+): Promise<boolean> {
+  try {
+    await establishSession(req, user, options);
+    return true;
+  } catch (err) {
+    quietly(() => logger.warn({ ...failureFields(err), user_id: user.id }, 'password changed, but the session could not be renewed: the browser is signed out'));
+    req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+    return false;
   }
 }
 

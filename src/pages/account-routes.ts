@@ -27,7 +27,9 @@ export const ACCOUNT_PAGE_ROUTES = [
     summary: 'Change the password',
     body: changePasswordFormSchema,
     example: { current_password: 'correct horse battery', new_password: 'four unrelated words here', confirm_password: 'four unrelated words here' },
-    responses: { 303: redirect('Changed: back to the form, or on with the sign-in; not signed in: to /login'), 400: html('Refused new password'), 401: html('Wrong current password'), 423: html('Locked'), ...formAnswers },
+    responses: {
+      200: html('Changed, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
+      303: redirect('Changed: back to the form, or on with the sign-in; not signed in: to /login'), 400: html('Refused new password'), 401: html('Wrong current password'), 423: html('Locked'), ...formAnswers },
     handle: account.handle((h) => h.changePassword),
     onError: account.onError((h) => h.passwordFailed),
   }),

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
 import type { PasswordService } from '../auth/password-service.ts';
-import { endSession, establishSession, pendingPasswordChange } from '../auth/session.ts';
+import { endSession, pendingPasswordChange, renewSessionAfterChange } from '../auth/session.ts';
 import type { SessionService } from '../auth/sessions.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
@@ -36,8 +37,17 @@ function problemText(err: AppError): string {
  * The signed-in user's account pages: change the password (also where a must-change sign-in
  * lands, with a restricted session) and the list of their sessions, to end one or all.
  */
-export function accountHandlers(deps: { passwords: PasswordService; sessions: SessionService }) {
+export function accountHandlers(deps: { passwords: PasswordService; sessions: SessionService; deps: { logger: Logger } }) {
   const { passwords, sessions } = deps;
+  const { logger } = deps.deps;
+
+  /** The change is made but the browser could not stay signed in (renewSessionAfterChange): it signs in again. */
+  const changedSignedOut = (req: Request, res: Response, signIn: string) =>
+    renderPage(req, res, 'signed-out', {
+      heading: 'Your password was changed',
+      lead: 'You could not be kept signed in just now. Sign in again with your new password.',
+      signIn,
+    }, { csrf: false });
 
   const renderPassword = (req: Request, res: Response, options: { status?: number; error?: string } = {}) => {
     const pending = pageUser(res) ? null : pendingPasswordChange(req);
@@ -70,7 +80,9 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
     const userId = user ? user.id : pending!.userId;
     const changed = await passwords.change({ userId }, form.current_password, form.new_password, context(req), user ? req.sessionID : undefined);
     if (pending) {
-      await establishSession(req, changed.user, { twoFactorUsed: pending.twoFactorUsed, credentialsVersion: changed.credentialsVersion });
+      if (!(await renewSessionAfterChange(req, changed.user, { twoFactorUsed: pending.twoFactorUsed, credentialsVersion: changed.credentialsVersion }, logger))) {
+        return changedSignedOut(req, res, pending.next.startsWith('/sso/') ? pending.next : `/login?next=${encodeURIComponent(pending.next)}`);
+      }
       // said on this service's next page; one going on to a client system shows none, and the
       // message would wait in the session for some later, unrelated page
       if (!pending.next.startsWith('/sso/')) flashNext(req, { type: 'success', text: 'Your password was changed. You are signed in.' });
@@ -78,7 +90,8 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
     }
     // A new session id for this browser too, as at sign-in: an id copied before the change
     // (the one credential that survived it) is worthless after it.
-    await establishSession(req, changed.user, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion });
+    const renewal = { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion };
+    if (!(await renewSessionAfterChange(req, changed.user, renewal, logger))) return changedSignedOut(req, res, '/login');
     flashNext(req, { type: 'success', text: 'Your password was changed. Every other session of yours has been signed out.' });
     res.redirect(303, '/account/password');
   };

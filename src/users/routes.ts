@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { PasswordChanger } from '../auth/password-service.ts';
 import { changePasswordSchema } from '../auth/schemas.ts';
 import { publicUser } from '../auth/service.ts';
-import { establishSession, pendingPasswordChange } from '../auth/session.ts';
+import { pendingPasswordChange, renewSessionAfterChange } from '../auth/session.ts';
 import { AppError } from '../http/errors.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, limited, unauthenticated } from '../openapi/operation.ts';
@@ -24,6 +24,7 @@ const userSession = z.object({
   last_seen_at: z.string().describe('Updated at most once a minute'),
   expires_at: z.string(),
 }).meta({ id: 'UserSession' });
+const passwordChanged = R.success.extend({ session_ended: z.literal(true).optional().describe('Present when the caller\'s session could not be kept: sign in again') });
 const revoked = z.object({ success: z.literal(true), ended_sessions: z.number().int(), invalidated_tokens: z.number().int() });
 
 /**
@@ -92,7 +93,11 @@ export const USER_ROUTES = [
     body: changePasswordSchema,
     example: { current_password: 'correct horse battery', new_password: 'four unrelated words here' },
     responses: {
-      200: { description: 'Changed', schema: R.success, example: { success: true } },
+      200: {
+        description: 'Changed. `session_ended`: the password is changed, but the session could not be renewed (the database went away just after the change): '
+          + 'the caller is signed out and signs in again with the new password',
+        schema: passwordChanged, example: { success: true },
+      },
       400: err('The new password breaks the policy (`invalid_password`; the message says what to fix), or the body is invalid', { error: 'invalid_password', message: 'The password must be at least 10 characters long.' }),
       401: err('Wrong current password, or nobody signed in and no `login`', { error: 'invalid_credentials', message: 'Invalid login or password' }),
       423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
@@ -103,7 +108,7 @@ export const USER_ROUTES = [
      * (no session) `login` with the current password: it proves who the caller is, which is
      * why this endpoint is under the login limit and a wrong password counts as a failed login.
      */
-    handle: ({ passwords }) => async ({ req, res, body, user: me }) => {
+    handle: ({ passwords, deps }) => async ({ req, res, body, user: me }) => {
       const pending = me ? null : pendingPasswordChange(req);
       let who: PasswordChanger;
       if (me) who = { userId: me.id };
@@ -114,7 +119,8 @@ export const USER_ROUTES = [
       const changed = await passwords.change(who, body.current_password, body.new_password, { ...ctx(req), via: 'api' }, keepSid);
       if (pending) delete req.session.passwordChange;
       // the session that changed the password goes on under a new id (one copied before is worthless)
-      if (keepSid) await establishSession(req, changed.user, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion });
+      const renewal = { twoFactorUsed: req.session?.twoFactorUsed === true, credentialsVersion: changed.credentialsVersion };
+      if (keepSid && !(await renewSessionAfterChange(req, changed.user, renewal, deps.logger))) return res.json({ success: true, session_ended: true });
       res.json({ success: true });
     },
   }),
