@@ -9,7 +9,7 @@ import type { ClientRecord } from '../clients/client.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
-import { findTokenUser, revokeAccessToken } from './password-queries.ts';
+import { findTokenUser, lockUserRow, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';
 import { activeLock, credentialsNow, findLoginUser, type LoginUser, recordLoginFailure, resetLoginFailures } from './queries.ts';
 import { deleteUserSession } from './session-queries.ts';
@@ -74,6 +74,9 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
       const changed = await db.transaction(async (tx) => {
         // a lock set by a concurrent failure in the meantime still wins
         await refuseWhileLocked(tx, login);
+        // a TOTP code is spent by an UPDATE of the user's row: taken for that update first, or two
+        // sign-ins at once, each holding it FOR SHARE (credentialsNow), wait for each other (a deadlock)
+        if (code) await lockUserRow(tx, user.id);
         // bcrypt took a quarter of a second: a password change or reset, or a deactivation,
         // committed meanwhile signed the user out everywhere, and this sign-in must not
         // outlive it with the old password (its row is locked until this commits)
