@@ -5,9 +5,9 @@
 -- row FOR KEY SHARE. Every token of a client system locks that client's one row, so the
 -- concurrent issue statements of a busy client share the lock through a multixact; measured
 -- with pgbench, the two checks were a quarter of the database's time per issued token (20 to
--- 27 µs of 80 to 110). The statements that write tokens read the user and the client in the
--- same statement (src/sso/queries.ts), so a token is only written for a user and a client
--- that exist.
+-- 27 µs of 80 to 110). The server-to-server issue, the hot path, reads the user and the
+-- client in the statement that writes the token (src/sso/queries.ts); the other issues hold
+-- them as the keys did (below).
 --
 -- What the keys did and what does it now:
 -- - ON DELETE CASCADE: deleting users or clients (psql, a seed file) deletes their tokens, in
@@ -15,13 +15,14 @@
 --   the cascade made one per deleted row).
 -- - TRUNCATE users or clients CASCADE emptied the tokens too: so do the TRUNCATE triggers
 --   (every token has a user and a client).
--- - No token for a missing user or client: the writing statement's own read. A user or client
---   deleted by a transaction that commits while a token for it is being written leaves that
---   token behind; it is worthless (validation joins the active user and needs the client's
---   credentials), and is swept and pruned as any other.
--- - A client_id renamed while tokens named the old one was refused; now those tokens stay
---   under the old name and cannot be validated by the renamed client (a token names its
---   client in its claims too). Dashboard links still refuse the rename by their own key.
+-- - No token for a missing user or client: a browser's sign-in, which read them long before
+--   (bcrypt between), holds both FOR KEY SHARE while it writes its token, as the keys did
+--   (src/sso/queries.ts, holdTokenOwners), so a delete waits for it and takes the token along.
+--   The server-to-server issue reads both in its own statement; a delete that commits within
+--   that statement leaves its token behind, swept and pruned as any other.
+-- - A client_id changed while tokens name the old one is refused (the key's ON UPDATE NO
+--   ACTION), by the rename trigger below: a client registered later under the old id must
+--   not inherit them.
 
 ALTER TABLE sso_tokens
   DROP CONSTRAINT IF EXISTS sso_tokens_user_id_fkey,
@@ -57,3 +58,16 @@ CREATE TRIGGER users_truncate_tokens AFTER TRUNCATE ON users
   FOR EACH STATEMENT EXECUTE FUNCTION sso_tokens_truncate_with_owners();
 CREATE TRIGGER clients_truncate_tokens AFTER TRUNCATE ON clients
   FOR EACH STATEMENT EXECUTE FUNCTION sso_tokens_truncate_with_owners();
+
+CREATE FUNCTION clients_keep_token_names() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.client_id IS DISTINCT FROM OLD.client_id AND EXISTS (SELECT 1 FROM sso_tokens WHERE client_id = OLD.client_id) THEN
+    RAISE EXCEPTION 'client % has issued tokens (kept for TOKEN_RETENTION): its client_id cannot change; register a new client instead', OLD.client_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER clients_rename_tokens AFTER UPDATE OF client_id ON clients
+  FOR EACH ROW EXECUTE FUNCTION clients_keep_token_names();

@@ -106,7 +106,7 @@ export async function consumePasswordReset(q: Queryable, tokenHash: string): Pro
  * as they are under the lock (null: no such user), against every other writer of it and
  * against sign-ins (credentialsNow, saveSignedInSession: FOR SHARE). FOR NO KEY UPDATE, the
  * lock an UPDATE of the row takes, not FOR UPDATE: that would also block inserting a row that
- * refers to the user (its foreign-key check), and an SSO token being issued in a session this
+ * refers to the user (its foreign-key check, or holdTokenOwners for an SSO token), and an SSO token being issued in a session this
  * transaction is about to end holds that session's row while it inserts: each would wait for
  * the other (a deadlock, answered 500). Every lock on a user's row here is of this kind.
  */

@@ -48,9 +48,9 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
       'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
     privileges: READ_WRITE,
     // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without
-    // repeating them), 0021 (a client's tokens go with it)
+    // repeating them), 0021 (a client's tokens go with it, and keep its name)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash',
-      'clients_delete_tokens', 'clients_truncate_tokens'],
+      'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens'],
     unique: [['client_id']],
   },
   sso_tokens: {

@@ -15,6 +15,22 @@ export interface IssuedTokenRow {
   sessionId?: string | null;
 }
 
+/**
+ * Holds the user and the client of a token about to be written, as their foreign keys did
+ * (FOR KEY SHARE, until the commit; migrations/0021): a delete of either waits for the token
+ * and then deletes it with them. False when either is gone. For the issues that read the
+ * client and user long before they write (a browser's sign-in, bcrypt between); the
+ * server-to-server statement reads both itself.
+ */
+export async function holdTokenOwners(q: Queryable, userId: number, clientId: string): Promise<{ user: boolean; client: boolean }> {
+  const r = await q.query<{ user: boolean; client: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE) AS user,
+            EXISTS (SELECT 1 FROM clients WHERE client_id = $2 FOR KEY SHARE) AS client`,
+    [userId, clientId],
+  );
+  return r.rows[0];
+}
+
 /** The insert of issued tokens as a part of a larger statement (null: none). */
 export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | null {
   if (tokens.length === 0) return null;

@@ -116,7 +116,9 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       },
     });
     // the browser signed out (another tab, a sign-out everywhere) while this was under way
-    if (!recorded) throw new AppError(401, SESSION_ENDED, 'You were signed out meanwhile. Sign in again.');
+    if (recorded === 'session_ended') throw new AppError(401, SESSION_ENDED, 'You were signed out meanwhile. Sign in again.');
+    // deleted (psql, a seed file) while this was under way: no token for a client that is gone
+    if (recorded === 'client_gone') throw new AppError(400, 'unknown_client', 'This client system is no longer registered');
     metrics.tokensIssued.inc({ flow: ctx.flow });
     return { token, redirect_url: callbackWithToken(client.callback_url, token), claims };
   }

@@ -6,8 +6,11 @@ import { lockLiveSession } from '../auth/session-queries.ts';
 import type { EventData, EventRecorder } from '../webhooks/events.ts';
 import {
   CLIENT_CHANGED, type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
-  issueTokensByUsername, tokenState,
+  holdTokenOwners, issueTokensByUsername, tokenState,
 } from './queries.ts';
+
+/** What became of a token to record: recorded, or nothing written and why. */
+export type IssueRecorded = 'recorded' | 'session_ended' | 'client_gone';
 
 /** What one token issue writes: its row, its audit entry and its user.login event. */
 export interface IssueRecord {
@@ -24,29 +27,31 @@ export function createTokenStore(db: Db, events: EventRecorder) {
   /** Validations arriving together consume their tokens in one statement. */
   const consumer = createBatchLoader<ConsumeRequest, ConsumedToken | null | typeof CLIENT_CHANGED>((requests) => consumeTokens(db, requests));
   /**
-   * Issues arriving together are recorded in one statement: their token rows, audit rows
-   * and user.login events, each kind in one part of it. A token exists (and can be
-   * validated) exactly when its audit row and event do.
+   * What recording issued tokens writes, in one statement: their rows, audit rows and
+   * user.login events, each kind in one part of it. A token exists (and can be validated)
+   * exactly when its audit row and event do.
    */
   const parts = (records: readonly IssueRecord[]) => [
     issuedTokenRows(records.map((r) => r.token)),
     auditRows(records.map((r) => r.audit)),
     events.part('user.login', records.map((r) => r.event)),
   ];
-  const recorder = createBatchLoader<IssueRecord, true>(async (records) => {
-    await writeTogether(db, parts(records));
-    return records.map(() => true as const);
-  });
   /**
-   * A token issued in a browser session is recorded while that session is held: a sign-out
-   * of it at the same time either ends it first (no token) or waits and then invalidates
-   * the token with the others, never misses it.
+   * A token issued for a user already read (a browser's sign-in) is recorded while its user
+   * and client are held (holdTokenOwners: a delete of either meanwhile waits, then deletes it)
+   * and, when issued in a browser session, while that session is: a sign-out of it at the same
+   * time either ends it first (no token) or waits and then invalidates the token with the
+   * others, never misses it. Not batched: these are not the hot path.
    */
-  const recordInSession = (record: IssueRecord, sessionId: string): Promise<boolean> =>
+  const recordHeld = (record: IssueRecord): Promise<IssueRecorded> =>
     db.transaction(async (tx) => {
-      if (!(await lockLiveSession(tx, sessionId, record.token.userId))) return false;
+      const { sessionId, userId, clientId } = record.token;
+      if (sessionId != null && !(await lockLiveSession(tx, sessionId, userId))) return 'session_ended';
+      const owners = await holdTokenOwners(tx, userId, clientId);
+      if (!owners.client) return 'client_gone';
+      if (!owners.user) return 'session_ended';
       await writeTogether(tx, parts([record]));
-      return true;
+      return 'recorded';
     });
   /**
    * Server-to-server issues arriving together find their users and record their tokens,
@@ -57,13 +62,11 @@ export function createTokenStore(db: Db, events: EventRecorder) {
   );
   return {
     /**
-     * Records one issued token with its audit row and event; resolves once committed. False
-     * (nothing recorded) when the browser session it was issued in has ended.
+     * Records one issued token with its audit row and event; resolves once committed. Nothing
+     * is recorded when the browser session it was issued in has ended, or its user
+     * ('session_ended'), or its client was deleted meanwhile ('client_gone').
      */
-    recordIssue: (record: IssueRecord): Promise<boolean> => {
-      const sessionId = record.token.sessionId;
-      return sessionId == null ? recorder.load(record) : recordInSession(record, sessionId);
-    },
+    recordIssue: recordHeld,
     /**
      * Records a token for the active user with this normalized username, with its audit row
      * and event, or (no such user, or inactive) the failure's audit row; resolves once committed.

@@ -73,4 +73,13 @@ describe('issued tokens go with their user and their client', () => {
       });
     }
   });
+
+  it('refuses to change a client_id that tokens name (a client registered later under it would inherit them), and allows it when none do', async () => {
+    await withOwners(async (t) => {
+      await expect(t.db.exec(`UPDATE clients SET client_id = 'app-c' WHERE client_id = 'app-a'`)).rejects.toThrow(/client app-a has issued tokens/);
+      await t.db.exec(`DELETE FROM sso_tokens WHERE client_id = 'app-b'`);
+      await t.db.exec(`UPDATE clients SET client_id = 'app-d' WHERE client_id = 'app-b'`);
+      expect((await t.db.query(`SELECT client_id FROM clients ORDER BY 1`)).rows).toStrictEqual([{ client_id: 'app-a' }, { client_id: 'app-d' }]);
+    });
+  });
 });
