@@ -101,47 +101,32 @@ export const ADMIN_PANEL_ROUTES = [
     onError: users.onError((h) => h.updateFailed),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', example: { active: 'true' }, responses: {
-      ...formDone('the user'), 404: pageError('No such user'),
-      200: html('One\'s own password set, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
-    },
+    method: 'post', path: '/admin/users/:id/active', summary: 'Activate or deactivate a user', example: { active: 'true' }, responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form', body: activeForm,
     handle: users.handle((h) => h.setActive),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', responses: {
-      ...formDone('the user'), 404: pageError('No such user'),
-      200: html('One\'s own password set, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
-    },
+    method: 'post', path: '/admin/users/:id/unlock', summary: 'End a lockout', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: users.handle((h) => h.unlock),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: {
-      ...formDone('the user'), 404: pageError('No such user'),
-      200: html('One\'s own password set, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
-    },
+    method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: users.handle((h) => h.resetTwoFactor),
     onError: () => back(user),
   }),
   panel({
     method: 'post', path: '/admin/users/:id/links/:client_id/approve', summary: 'Approve a pending dashboard link (the name shown)', example: { external_username: 'alice.shop' },
-    responses: {
-      ...formDone('the user'), 404: pageError('No such user'),
-      200: html('One\'s own password set, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
-    },
+    responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form', body: linkApproveForm,
     handle: links.handle((h) => h.approve),
     onError: () => back(user),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', responses: {
-      ...formDone('the user'), 404: pageError('No such user'),
-      200: html('One\'s own password set, but the session could not be kept (the database went away just after the change): signed out, with a link to sign in again'),
-    },
+    method: 'post', path: '/admin/users/:id/links/:client_id/revoke', summary: 'Revoke a dashboard link', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: links.handle((h) => h.revoke),
     onError: () => back(user),

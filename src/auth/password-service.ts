@@ -127,7 +127,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
      * Changes a password after proving the current one. A wrong current password is a failed
      * sign-in (counted toward the lockout, audited, user.login_failed); a locked name is 423.
      * With `login`, two-factor users must give their code too. On success every other session
-     * ends (`keepSid` stays), access tokens issued before are refused, unused SSO tokens are
+     * ends (`keepSid` is renewed by the caller: renewSessionAfterChange), access tokens issued before are refused, unused SSO tokens are
      * invalidated (user.logout), reset links die, and user.password_change is audited. Answers
      * the user with the new version of their credentials (a session started now carries it).
      */
@@ -166,7 +166,7 @@ export function createPasswordService(deps: Pick<Deps, 'db' | 'config' | 'events
           action: 'user.password_change', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via },
         });
-        return (await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid)).credentialsVersion;
+        return (await signOutEverywhere(tx, events, user, { ...ctx, reason: 'password_change' }, keepSid, { renewing: true })).credentialsVersion;
       });
       if (credentialsVersion === null) return code!.refuse();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;

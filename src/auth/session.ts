@@ -42,12 +42,12 @@ export async function establishSession(
 
 /**
  * establishSession after a change that has committed (a new password), which stands whatever
- * becomes of the session. When the renewed session cannot be saved (the database went away
+ * becomes of the session. The change's transaction deleted the session it renews
+ * (signOutEverywhere, `renewing`). When the new one cannot be saved (the database went away
  * between the change's commit and the save, or another change committed meanwhile), the
- * browser is left signed out (its cookie cleared; its old session was renewed away, and is
- * worthless after the change anyway) and the answer is false: the caller says that the change
- * was made and asks for a new sign-in, where an error said that a change which had happened
- * had failed.
+ * browser is left signed out, its cookie cleared and no session saved or set as the answer
+ * ends, and the answer is false: the caller says that the change was made and asks for a new
+ * sign-in, where an error said that a change which had happened had failed.
  */
 export async function renewSessionAfterChange(
   req: Request, user: Pick<UserRecord, 'id'>, options: { twoFactorUsed: boolean; credentialsVersion: string }, logger: Logger,
@@ -58,6 +58,8 @@ export async function renewSessionAfterChange(
   } catch (err) {
     quietly(() => logger.warn({ ...failureFields(err), user_id: user.id }, 'password changed, but the session could not be renewed: the browser is signed out'));
     req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+    // without a session express-session neither saves one nor sets its cookie when the answer ends
+    (req as { session: unknown }).session = null;
     return false;
   }
 }

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/db.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { EventRecorder } from '../webhooks/events.ts';
 import { touchCredentials } from './password-queries.ts';
-import { deleteUserSessions } from './session-queries.ts';
+import { deleteUserSession, deleteUserSessions } from './session-queries.ts';
 
 /** The client_system of events this service causes itself (sign-ins and sign-outs at this service). */
 export const OWN_SYSTEM = 'auth-service';
@@ -37,6 +37,11 @@ export interface SignOutContext {
  * refused, unused SSO tokens are invalidated, and user.logout is audited and enqueued as a
  * logout does (the event goes out once the caller's transaction commits). Answers the new
  * version of the user's credentials (a session the caller starts afterwards carries it).
+ *
+ * `renewing`: the caller's session (`exceptSid`) is renewed once this commits (a password
+ * change's own, renewSessionAfterChange): its row goes now too, not counted as ended, so that
+ * were the renewal lost (the database gone just after the commit), the session would not live
+ * on with the credentials it was signed in with.
  */
 export async function signOutEverywhere(
   tx: Queryable,
@@ -44,12 +49,14 @@ export async function signOutEverywhere(
   user: { id: number; username: string; email: string },
   ctx: SignOutContext,
   exceptSid?: string,
+  options: { renewing?: boolean } = {},
 ): Promise<{ endedSessions: number; invalidatedTokens: number; credentialsVersion: string }> {
   // the user's row first: a sign-in that read the old version and is about to save its
   // session waits for this transaction and then finds the version moved (saveSignedInSession);
   // one that saved it before is among the sessions deleted next
   const credentialsVersion = await touchCredentials(tx, user.id);
   const endedSessions = await deleteUserSessions(tx, user.id, exceptSid);
+  if (exceptSid !== undefined && options.renewing) await deleteUserSession(tx, user.id, exceptSid);
   const invalidatedTokens = await invalidateUnusedTokens(tx, user.id);
   await writeAudit(tx, {
     action: 'user.logout', outcome: 'success', userId: user.id, username: user.username,

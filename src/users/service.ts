@@ -62,7 +62,7 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
   const signOutByAdministrator = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor, reason: string, keepSid?: string) =>
     signOutEverywhere(tx, events, user, {
       ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason, actor: actor.username ?? null, actorUserId: actor.userId ?? null,
-    }, keepSid);
+    }, keepSid, { renewing: true }); // kept only by a password set, whose caller renews it (renewSessionAfterChange)
 
   /** A deactivation: signed out everywhere, every reset link dies (it worked again once the user was active again). */
   const deactivated = async (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) => {
@@ -221,8 +221,9 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
      * An administrator sets a user's password (`user` by username or id) and/or the
      * must-change flag. A new password passes the one policy, clears the lockout and kills
      * reset links; a new password or `mustChange: true` signs the user out everywhere
-     * (sessions, access tokens, unused SSO tokens, user.logout) but `keepSid`, the session of
-     * an administrator setting their own password. Audited as user.password_set.
+     * (sessions, access tokens, unused SSO tokens, user.logout); `keepSid`, the session of an
+     * administrator setting their own password, is not counted as ended: the caller renews it
+     * (renewSessionAfterChange). Audited as user.password_set.
      */
     async setPassword(
       user: { username: string } | { id: number },

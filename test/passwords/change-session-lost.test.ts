@@ -36,6 +36,30 @@ describe('a password change whose renewed session cannot be saved', () => {
     }
   }
 
+  /**
+   * Runs `attempt` while the database refuses every write of user `userId`'s session rows but
+   * those of the transaction that changes the user's row (the password change itself): the
+   * database gone just after the change committed, for the renewal's delete as for its save.
+   */
+  async function withSessionWritesLost<T>(userId: number, attempt: () => Promise<T>): Promise<T> {
+    const fn = `lose_sessions_${userId}`;
+    await app.db.exec(`
+      CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF (CASE WHEN TG_OP = 'DELETE' THEN OLD.sess ELSE NEW.sess END)->>'userId' = '${userId}'
+           AND (SELECT xmin::text FROM users WHERE id = ${userId}) <> pg_current_xact_id()::xid::text THEN
+          RAISE EXCEPTION 'the database went away';
+        END IF;
+        RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+      END $$;
+      CREATE TRIGGER ${fn} BEFORE INSERT OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION ${fn}();`);
+    try {
+      return await attempt();
+    } finally {
+      await app.db.exec(`DROP TRIGGER ${fn} ON sessions; DROP FUNCTION ${fn}();`);
+    }
+  }
+
   /** The new password signs in, the old one no longer does. */
   async function expectChanged(user: { username: string; password: string }) {
     expect((await signIn(app, user.username, NEW_PASSWORD)).res.status, 'the new password signs in').toBe(200);
@@ -48,7 +72,9 @@ describe('a password change whose renewed session cannot be saved', () => {
     const r = await withSessionsRefused(user.id, () =>
       app.http.post('/api/user/password', { current_password: user.password, new_password: NEW_PASSWORD }, { headers: { cookie: cookie! } }));
     expect([r.status, r.body], r.text).toStrictEqual([200, { success: true, session_ended: true }]);
-    expect(([] as string[]).concat(r.headers['set-cookie'] ?? []).some((c) => /^auth\.sid=;/.test(c)), 'the cookie is cleared').toBe(true);
+    const cookies = ([] as string[]).concat(r.headers['set-cookie'] ?? []).filter((c) => c.startsWith('auth.sid='));
+    expect(cookies, 'the cookie is cleared, and no other session is set after that (a review helper)').toHaveLength(1);
+    expect(cookies[0]).toMatch(/^auth\.sid=;/);
     expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'signed out').toBe(401);
     await expectChanged(user);
   });
@@ -81,5 +107,15 @@ describe('a password change whose renewed session cannot be saved', () => {
     expect(set.text).toContain('Your password was set');
     expect(set.text).toContain(`href="/login?next=${encodeURIComponent(`/admin/users/${admin.id}`)}"`);
     await expectChanged(admin);
+  });
+
+  it('leaves the session used for the change signed out when the renewal cannot even delete it (a review helper)', async () => {
+    const user = await makeUser(app);
+    const { cookie } = await signIn(app, user.username, user.password);
+    const r = await withSessionWritesLost(user.id, () =>
+      app.http.post('/api/user/password', { current_password: user.password, new_password: NEW_PASSWORD }, { headers: { cookie: cookie! } }));
+    expect([r.status, r.body], r.text).toStrictEqual([200, { success: true, session_ended: true }]);
+    expect((await app.http.get('/api/user', { headers: { cookie: cookie! } })).status, 'the session from before the change').toBe(401);
+    await expectChanged(user);
   });
 });
