@@ -24,19 +24,21 @@
 --   ACTION), by the rename trigger below: a client registered later under the old id must
 --   not inherit them.
 
+-- Each function keeps the search_path it was created with (as 0017 made the clients'
+-- functions do): a seed file made from pg_dump empties it and names public.clients.
 ALTER TABLE sso_tokens
   DROP CONSTRAINT IF EXISTS sso_tokens_user_id_fkey,
   DROP CONSTRAINT IF EXISTS sso_tokens_client_id_fkey;
 
 CREATE FUNCTION sso_tokens_delete_with_users() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   DELETE FROM sso_tokens t USING gone g WHERE t.user_id = g.id;
   RETURN NULL;
 END $$;
 
 CREATE FUNCTION sso_tokens_delete_with_clients() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   DELETE FROM sso_tokens t USING gone g WHERE t.client_id = g.client_id;
   RETURN NULL;
@@ -48,7 +50,7 @@ CREATE TRIGGER clients_delete_tokens AFTER DELETE ON clients
   REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION sso_tokens_delete_with_clients();
 
 CREATE FUNCTION sso_tokens_truncate_with_owners() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   TRUNCATE sso_tokens;
   RETURN NULL;
@@ -60,7 +62,7 @@ CREATE TRIGGER clients_truncate_tokens AFTER TRUNCATE ON clients
   FOR EACH STATEMENT EXECUTE FUNCTION sso_tokens_truncate_with_owners();
 
 CREATE FUNCTION clients_keep_token_names() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   IF NEW.client_id IS DISTINCT FROM OLD.client_id AND EXISTS (SELECT 1 FROM sso_tokens WHERE client_id = OLD.client_id) THEN
     RAISE EXCEPTION 'client % has issued tokens (kept for TOKEN_RETENTION): its client_id cannot change; register a new client instead', OLD.client_id

@@ -82,4 +82,13 @@ describe('issued tokens go with their user and their client', () => {
       expect((await t.db.query(`SELECT client_id FROM clients ORDER BY 1`)).rows).toStrictEqual([{ client_id: 'app-a' }, { client_id: 'app-d' }]);
     });
   });
+
+  it('runs every trigger function with the search_path it was created with (a seed from pg_dump empties it)', async () => {
+    await withOwners(async (t) => {
+      const r = await t.db.query<{ name: string }>(
+        `SELECT DISTINCT p.proname AS name FROM pg_trigger tg JOIN pg_proc p ON p.oid = tg.tgfoid
+          WHERE NOT tg.tgisinternal AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%') ORDER BY 1`);
+      expect(r.rows.map((row) => row.name)).toStrictEqual([]);
+    });
+  });
 });
