@@ -18,8 +18,12 @@
 -- - No token for a missing user or client: a browser's sign-in, which read them long before
 --   (bcrypt between), holds both FOR KEY SHARE while it writes its token, as the keys did
 --   (src/sso/queries.ts, holdTokenOwners), so a delete waits for it and takes the token along.
---   The server-to-server issue reads both in its own statement; a delete that commits within
---   that statement leaves its token behind, swept and pruned as any other.
+--   The server-to-server issue reads both in its own statement, unlocked: a delete or rename
+--   in a transaction it cannot see yet leaves its token behind under the old id. So a token
+--   keeps the creation time of the client it was issued to (client_created_at, below), and
+--   validation and a client's logout accept it only from the client created then: one
+--   registered again under the id later never gets it. Such a token is swept and pruned as
+--   any other.
 -- - A client_id changed while tokens name the old one is refused (the key's ON UPDATE NO
 --   ACTION), by the rename trigger below: a client registered later under the old id must
 --   not inherit them.
@@ -28,7 +32,9 @@
 -- functions do): a seed file made from pg_dump empties it and names public.clients.
 ALTER TABLE sso_tokens
   DROP CONSTRAINT IF EXISTS sso_tokens_user_id_fkey,
-  DROP CONSTRAINT IF EXISTS sso_tokens_client_id_fkey;
+  DROP CONSTRAINT IF EXISTS sso_tokens_client_id_fkey,
+  -- null for tokens written before: those are judged by the client's id alone
+  ADD COLUMN client_created_at timestamptz;
 
 CREATE FUNCTION sso_tokens_delete_with_users() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$

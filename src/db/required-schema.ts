@@ -54,7 +54,8 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     unique: [['client_id']],
   },
   sso_tokens: {
-    columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id'],
+    columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id',
+      'client_created_at'],
     privileges: READ_WRITE,
     unique: [['jti']],
   },

@@ -35,11 +35,15 @@ export async function holdTokenOwners(q: Queryable, userId: number, clientId: st
 export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | null {
   if (tokens.length === 0) return null;
   return {
-    sql: (bind) => `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, session_id)
-       SELECT * FROM unnest(${bind(tokens.map((t) => t.jti))}::uuid[], ${bind(tokens.map((t) => t.userId))}::int[],
+    // with the creation time of the client it is issued to (see consumeTokens)
+    sql: (bind) => `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, session_id, client_created_at)
+       SELECT r.jti, r.user_id, r.client_id, r.username, r.ip_address, r.issued_at, r.expires_at, r.session_id, c.created_at
+       FROM unnest(${bind(tokens.map((t) => t.jti))}::uuid[], ${bind(tokens.map((t) => t.userId))}::int[],
          ${bind(tokens.map((t) => t.clientId))}::text[], ${bind(tokens.map((t) => t.username))}::text[], ${bind(tokens.map((t) => t.ipAddress))}::text[],
          ${bind(tokens.map((t) => t.issuedAt))}::timestamptz[], ${bind(tokens.map((t) => t.expiresAt))}::timestamptz[],
-         ${bind(tokens.map((t) => t.sessionId ?? null))}::text[])`,
+         ${bind(tokens.map((t) => t.sessionId ?? null))}::text[])
+         AS r(jti, user_id, client_id, username, ip_address, issued_at, expires_at, session_id)
+       LEFT JOIN clients c ON c.client_id = r.client_id`,
   };
 }
 
@@ -88,7 +92,7 @@ export async function issueTokensByUsername(
   const { bind, values } = statementParams();
   const column = <T>(pick: (r: IssueByUsernameRequest) => T) => bind(requests.map(pick));
   const found = `SELECT r.n, r.jti, r.client_id, r.token_ip, r.ip_address, r.user_agent, r.audit_user_agent, r.asked, r.issued_at, r.expires_at,
-         ${CLIENT_IS_CURRENT} AS current,
+         ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at,
          u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active
        FROM unnest(${column((r) => r.jti)}::uuid[], ${column((r) => r.username)}::text[], ${column((r) => r.username.slice(0, 200))}::text[],
          ${column((r) => r.clientId)}::text[], ${column((r) => r.tokenIp)}::text[], ${column((r) => r.ipAddress)}::text[],
@@ -106,8 +110,8 @@ export async function issueTokensByUsername(
     // a request whose client changed since it was authenticated writes nothing
     'found AS (SELECT * FROM requested WHERE current)',
     'issued AS (SELECT * FROM found WHERE active)',
-    `tokens AS (INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-       SELECT jti, user_id, client_id, username, token_ip, issued_at, expires_at FROM issued)`,
+    `tokens AS (INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, client_created_at)
+       SELECT jti, user_id, client_id, username, token_ip, issued_at, expires_at, client_created_at FROM issued)`,
     `audit AS (${insertAuditRows(`SELECT 'token.issue', CASE WHEN active THEN 'success' ELSE 'failure' END, user_id,
          CASE WHEN active THEN username ELSE asked END, client_id, ip_address, audit_user_agent,
          CASE WHEN active THEN jsonb_build_object('jti', jti::text, 'flow', 'server_to_server', 'token_ip', token_ip)
@@ -169,6 +173,15 @@ export const CLIENT_CHANGED = 'client_changed';
 const CLIENT_IS_CURRENT = '(r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false))';
 
 /**
+ * The token `t` was issued to the client `r` names, not to one deleted or renamed before it
+ * was created under the same id: a token written while its client was being deleted or
+ * renamed (by a transaction the issue could not see) is left under the old id, and a client
+ * registered there later must not accept it. Tokens keep their client's creation time;
+ * those written before they did (null) are judged by the id alone.
+ */
+const SAME_CLIENT = '(t.client_created_at IS NULL OR t.client_created_at = r.client_created_at)';
+
+/**
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
  * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
  * only by the client it was issued for, only while unused, not invalidated, unexpired and
@@ -191,14 +204,14 @@ const CLIENT_IS_CURRENT = '(r.client_version IS NULL OR coalesce(c.xmin::text = 
 export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null | typeof CLIENT_CHANGED>> {
   const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; expires_at: Date }>(
     `WITH req AS (
-       SELECT r.*, ${CLIENT_IS_CURRENT} AS current
+       SELECT r.*, ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
          WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, client_version, n)
        LEFT JOIN clients c ON c.client_id = r.client_id
      ), consumed AS (
        UPDATE sso_tokens t SET used_at = now()
        FROM req r, users u
-       WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND u.id = t.user_id AND u.active
+       WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND ${SAME_CLIENT} AND u.id = t.user_id AND u.active
          AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now() AND t.expiry_notified_at IS NULL
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
@@ -227,7 +240,8 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
 
 /** Why a token could not be consumed. `name_valid`: it names its user, or a link still active. */
 interface TokenState {
-  client_id: string;
+  /** Null when the token was issued to an earlier client under the same id (SAME_CLIENT). */
+  client_id: string | null;
   used_at: Date | null;
   invalidated_at: Date | null;
   expires_at: Date;
@@ -242,11 +256,12 @@ export async function tokenState(
   jti: string,
 ): Promise<TokenState | null> {
   const r = await q.query<TokenState>(
-    `SELECT t.client_id, t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id,
+    `SELECT CASE WHEN t.client_created_at IS NULL OR t.client_created_at = c.created_at THEN t.client_id END AS client_id,
+            t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id,
             (t.username = u.username OR EXISTS (
               SELECT 1 FROM user_client_links l
                WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username)) AS name_valid
-     FROM sso_tokens t JOIN users u ON u.id = t.user_id WHERE t.jti = $1`,
+     FROM sso_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN clients c ON c.client_id = t.client_id WHERE t.jti = $1`,
     [jti],
   );
   return r.rows[0] ?? null;
@@ -268,11 +283,16 @@ export async function invalidateUnusedTokens(q: Queryable, userId: number, scope
 }
 
 /**
- * The user of a token issued to `clientId`, whatever its state, and the browser session it
- * was issued in (null: issued server to server); null when there is no such token.
+ * The user of a token issued to `clientId` (the client now under that id: SAME_CLIENT),
+ * whatever its state, and the browser session it was issued in (null: issued server to
+ * server); null when there is no such token.
  */
 export async function tokenOwner(q: Queryable, jti: string, clientId: string): Promise<{ userId: number; sessionId: string | null } | null> {
-  const r = await q.query<{ user_id: number; session_id: string | null }>('SELECT user_id, session_id FROM sso_tokens WHERE jti = $1 AND client_id = $2', [jti, clientId]);
+  const r = await q.query<{ user_id: number; session_id: string | null }>(
+    `SELECT t.user_id, t.session_id FROM sso_tokens t JOIN clients c ON c.client_id = t.client_id
+      WHERE t.jti = $1 AND t.client_id = $2 AND (t.client_created_at IS NULL OR t.client_created_at = c.created_at)`,
+    [jti, clientId],
+  );
   const row = r.rows[0];
   return row ? { userId: row.user_id, sessionId: row.session_id } : null;
 }
