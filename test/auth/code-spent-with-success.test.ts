@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
-import { makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
 import { hashRecoveryCode } from '../../src/auth/totp.ts';
-import { signIn, totpCode } from './support.ts';
+import { enrolledUser, totpCode } from './support.ts';
+import { withWritesRefused } from '../helpers/refused-writes.ts';
 
 /*
  * A second factor given with a sign-in or a password change is used up by the transaction that
@@ -19,44 +19,18 @@ describe('a two-factor code is spent with the sign-in or the change it proves, o
   });
   afterAll(() => app?.close());
 
-  /** A user with two-factor on: their TOTP secret and recovery codes. */
-  async function enrolledUser() {
-    const user = await makeUser(app);
-    const { cookie } = await signIn(app, user.username, user.password);
-    const headers = { cookie: cookie! };
-    const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers });
-    expect(setup.status, setup.text).toBe(200);
-    const secret = setup.body.secret as string;
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
-    expect(enabled.status, enabled.text).toBe(200);
-    return { user, secret, recoveryCodes: enabled.body.recovery_codes as string[] };
-  }
-
   /**
    * Runs `attempt` while the database refuses the audit row of `action`'s success for
    * `username` (the last write of the success's transaction but the event), then lets it be.
    */
-  async function withSuccessRefused<T>(username: string, action: string, attempt: () => Promise<T>): Promise<T> {
-    const fn = `refuse_${username.replace(/[^a-z0-9_]/gi, '_')}`;
-    await app.db.exec(`
-      CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.action = '${action}' AND NEW.outcome = 'success' AND NEW.username = '${username}' THEN RAISE EXCEPTION 'the disk is full'; END IF;
-        RETURN NEW;
-      END $$;
-      CREATE TRIGGER ${fn} BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION ${fn}();`);
-    try {
-      return await attempt();
-    } finally {
-      await app.db.exec(`DROP TRIGGER ${fn} ON audit_log; DROP FUNCTION ${fn}();`);
-    }
-  }
+  const withSuccessRefused = <T>(username: string, action: string, attempt: () => Promise<T>): Promise<T> =>
+    withWritesRefused(app.db, { table: 'audit_log', ops: 'INSERT', when: `r.action = '${action}' AND r.outcome = 'success' AND r.username = '${username}'` }, attempt);
 
   const unusedCodes = async (userId: number) =>
     (await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId])).rows[0].n;
 
   it('a recovery code given with a sign-in whose transaction is lost still signs in afterwards', async () => {
-    const { user, recoveryCodes } = await enrolledUser();
+    const { user, recoveryCodes } = await enrolledUser(app);
     const lost = await withSuccessRefused(user.username, 'user.login', () =>
       app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: recoveryCodes[0] }));
     expect(lost.status, lost.text).toBe(500);
@@ -67,7 +41,7 @@ describe('a two-factor code is spent with the sign-in or the change it proves, o
   });
 
   it('a TOTP code given with a sign-in whose transaction is lost is not taken as used', async () => {
-    const { user, secret } = await enrolledUser();
+    const { user, secret } = await enrolledUser(app);
     const code = await totpCode(secret);
     const lost = await withSuccessRefused(user.username, 'user.login', () =>
       app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: code }));
@@ -79,7 +53,7 @@ describe('a two-factor code is spent with the sign-in or the change it proves, o
   });
 
   it('a recovery code given with a password change whose transaction is lost still changes it afterwards', async () => {
-    const { user, recoveryCodes } = await enrolledUser();
+    const { user, recoveryCodes } = await enrolledUser(app);
     const body = { login: user.username, current_password: user.password, new_password: 'a brand new passphrase 7', totp: recoveryCodes[3] };
     const lost = await withSuccessRefused(user.username, 'user.password_change', () => app.http.post('/api/user/password', body));
     expect(lost.status, lost.text).toBe(500);
@@ -90,7 +64,7 @@ describe('a two-factor code is spent with the sign-in or the change it proves, o
   });
 
   it.runIf(onPostgres)('of two sign-ins at once with one recovery code, both past the check, one signs in and the other is refused', async () => {
-    const { user, recoveryCodes } = await enrolledUser();
+    const { user, recoveryCodes } = await enrolledUser(app);
     const code = recoveryCodes[5];
     const row = (await app.db.query<{ id: number }>('SELECT id FROM recovery_codes WHERE user_id = $1 AND code_hash = $2', [user.id, hashRecoveryCode(code)])).rows[0];
     // both find the code unused; holding its row stops the first spending, the second waits behind the first's user row

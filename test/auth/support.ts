@@ -1,5 +1,7 @@
 import { generate } from 'otplib';
+import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
+import { makeUser } from '../helpers/factories.ts';
 import type { HttpResponse } from '../helpers/http.ts';
 
 /** The `auth.sid=...` pair of a response's Set-Cookie, or undefined. */
@@ -59,4 +61,20 @@ export async function attemptRow(app: TestApp, login: string): Promise<{ failed_
     [login],
   );
   return r.rows[0];
+}
+
+/**
+ * A user with two-factor on (through the API), signed in by session: the enabling code used
+ * the previous time step, so the current one is still fresh.
+ */
+export async function enrolledUser(app: TestApp) {
+  const user = await makeUser(app);
+  const { cookie } = await signIn(app, user.username, user.password);
+  const headers = { cookie: cookie! };
+  const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers });
+  expect(setup.status, setup.text).toBe(200);
+  const secret = setup.body.secret as string;
+  const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
+  expect(enabled.status, enabled.text).toBe(200);
+  return { user, secret, headers, setup: setup.body, recoveryCodes: enabled.body.recovery_codes as string[] };
 }

@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
-import { makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
-import { signIn, totpCode } from './support.ts';
+import { enrolledUser, totpCode } from './support.ts';
 
 /*
- * 1ab0426 moved claimTotpStep (UPDATE users) into login's success transaction, AFTER
- * credentialsNow took the user's row FOR SHARE. Two sign-ins of one user with a TOTP code
- * (a double-submitted form, two devices) each hold FOR SHARE and each wait to UPDATE: a
- * deadlock, answered 500. Before, the claim was its own statement before the transaction and
- * the loser answered 401 totp_reused.
+ * A sign-in spends its TOTP code (an UPDATE of the user's row) in its success transaction.
+ * Two sign-ins of one user with one code (a double-submitted form, two devices) must not each
+ * hold the row FOR SHARE (credentialsNow) and wait for the other to update it: a deadlock,
+ * answered 500. The loser answers 401 totp_reused.
  */
 describe('two TOTP sign-ins of one user at once (found by a review helper)', () => {
   let app: TestApp;
@@ -18,12 +16,7 @@ describe('two TOTP sign-ins of one user at once (found by a review helper)', () 
   afterAll(() => app?.close());
 
   it.runIf(onPostgres)('one signs in, the other is refused as a reused code: never a 500 (deadlock)', async () => {
-    const user = await makeUser(app);
-    const { cookie } = await signIn(app, user.username, user.password);
-    const headers = { cookie: cookie! };
-    const secret = (await app.http.post('/api/user/2fa/setup', undefined, { headers })).body.secret as string;
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
-    expect(enabled.status, enabled.text).toBe(200);
+    const { user, secret } = await enrolledUser(app);
     const code = await totpCode(secret);
     // a reader of the user's row (as a concurrent sign-in's credentialsNow is) makes both sign-ins'
     // claims wait until both hold their own FOR SHARE on the row

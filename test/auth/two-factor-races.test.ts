@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
-import { makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { signIn, totpCode } from './support.ts';
+import { enrolledUser, totpCode } from './support.ts';
 import { hashRecoveryCode } from '../../src/auth/totp.ts';
 
 describe('changes a two-factor code proves, at once with each other and with the sign-in lock', () => {
@@ -14,21 +13,8 @@ describe('changes a two-factor code proves, at once with each other and with the
   });
   afterAll(() => app?.close());
 
-  /** A user with two-factor on (API), signed in with a session cookie. */
-  async function enrolledUser() {
-    const user = await makeUser(app);
-    const { cookie } = await signIn(app, user.username, user.password);
-    const headers = { cookie: cookie! };
-    const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers });
-    expect(setup.status, setup.text).toBe(200);
-    const secret = setup.body.secret as string;
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
-    expect(enabled.status, enabled.text).toBe(200);
-    return { user, secret, headers, recoveryCodes: enabled.body.recovery_codes as string[] };
-  }
-
   it.runIf(onPostgres)('two "new recovery codes" forms at once (one confirmed with a TOTP code, one with a recovery code) never answer 500', async () => {
-    const { user, secret, headers, recoveryCodes } = await enrolledUser();
+    const { user, secret, headers, recoveryCodes } = await enrolledUser(app);
     const page = formSession(app.app);
     page.cookies.set('auth.sid', headers.cookie.slice('auth.sid='.length));
     const csrf = hiddenField((await page.get('/account/security')).text, '_csrf');
@@ -48,7 +34,7 @@ describe('changes a two-factor code proves, at once with each other and with the
   });
 
   it.runIf(onPostgres)('a right code checked after the name was locked does not turn two-factor off (as the sign-in refuses it)', async () => {
-    const { user, secret, headers } = await enrolledUser();
+    const { user, secret, headers } = await enrolledUser(app);
     // the disable's claim of the code's time step waits here (a NO KEY UPDATE lets the sign-in failures' audit rows refer to the user)
     const release = await holdLocks(app.db, 'SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [user.id]);
     const disabling = app.http.post('/api/user/2fa/disable', { code: await totpCode(secret) }, { headers });
@@ -64,7 +50,7 @@ describe('changes a two-factor code proves, at once with each other and with the
   });
 
   it.runIf(onPostgres)('a burst of refused codes on a signed-in session is checked no more than LOCKOUT_THRESHOLD times per lock', async () => {
-    const { user, secret, headers } = await enrolledUser();
+    const { user, secret, headers } = await enrolledUser(app);
     await app.db.query('INSERT INTO login_attempts (login, failed_count) VALUES ($1, 0)', [user.username]);
     // the refusals are counted after their codes were checked: holding the counter lets the burst arrive together
     const release = await holdLocks(app.db, 'SELECT 1 FROM login_attempts WHERE login = $1 FOR UPDATE', [user.username]);
@@ -79,7 +65,7 @@ describe('changes a two-factor code proves, at once with each other and with the
   });
 
   it('while the name is locked a change is refused before its code is checked, and the refusal is audited', async () => {
-    const { user, secret, headers } = await enrolledUser();
+    const { user, secret, headers } = await enrolledUser(app);
     for (let i = 0; i < 5; i++) await app.http.post('/api/auth/login', { login: user.username, password: `wrong password ${i}` });
     const disabled = await app.http.post('/api/user/2fa/disable', { code: await totpCode(secret) }, { headers });
     expect(disabled.status, disabled.text).toBe(423);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
-import { attemptRow, auditRows, deliveries, signIn, subscribe, totpCode } from './support.ts';
+import { attemptRow, auditRows, deliveries, enrolledUser, signIn, subscribe, totpCode } from './support.ts';
 
 describe('TOTP two-factor', () => {
   let app: TestApp;
@@ -12,19 +12,6 @@ describe('TOTP two-factor', () => {
     webhookId = await subscribe(app, ['user.2fa_enabled', 'user.login']);
   });
   afterAll(() => app.close());
-
-  /** A user with two-factor on; the enabling code used the previous time step, so the current one is still fresh. */
-  async function enrolledUser() {
-    const user = await makeUser(app);
-    const { cookie } = await signIn(app, user.username, user.password);
-    const headers = { cookie: cookie! };
-    const setup = await app.http.post('/api/user/2fa/setup', undefined, { headers });
-    expect(setup.status, setup.text).toBe(200);
-    const secret = setup.body.secret as string;
-    const enabled = await app.http.post('/api/user/2fa/enable', { code: await totpCode(secret, -1), current_password: user.password }, { headers });
-    expect(enabled.status, enabled.text).toBe(200);
-    return { user, secret, headers, setup: setup.body, recoveryCodes: enabled.body.recovery_codes as string[] };
-  }
 
   it('enrolls: setup gives an otpauth URI and an SVG QR code; enable needs a valid code and returns ten recovery codes', async () => {
     const user = await makeUser(app);
@@ -122,7 +109,7 @@ describe('TOTP two-factor', () => {
   });
 
   it('refuses the login without the code, accepts it with the code, and refuses the same code a second time', async () => {
-    const { user, secret } = await enrolledUser();
+    const { user, secret } = await enrolledUser(app);
     const without = await app.http.post('/api/auth/login', { login: user.username, password: user.password });
     expect(without.status).toBe(401);
     expect(without.body.error).toBe('totp_required');
@@ -146,14 +133,14 @@ describe('TOTP two-factor', () => {
   });
 
   it('does not reveal the second step to a wrong password', async () => {
-    const { user, secret } = await enrolledUser();
+    const { user, secret } = await enrolledUser(app);
     const r = await app.http.post('/api/auth/login', { login: user.username, password: 'wrong', totp: await totpCode(secret) });
     expect(r.status).toBe(401);
     expect(r.body.error).toBe('invalid_credentials');
   });
 
   it('accepts a recovery code once', async () => {
-    const { user, recoveryCodes } = await enrolledUser();
+    const { user, recoveryCodes } = await enrolledUser(app);
     const code = recoveryCodes[3];
     const first = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: code.toUpperCase() });
     expect(first.status, first.text).toBe(200);
@@ -165,7 +152,7 @@ describe('TOTP two-factor', () => {
   });
 
   it('counts wrong codes toward the lockout', async () => {
-    const { user, secret } = await enrolledUser();
+    const { user, secret } = await enrolledUser(app);
     for (let i = 0; i < 4; i++) {
       const r = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: `99999${i}` });
       expect(r.status).toBe(401);
@@ -181,7 +168,7 @@ describe('TOTP two-factor', () => {
   });
 
   it('is turned off with a valid code, after which the password alone signs in', async () => {
-    const { user, secret, headers, recoveryCodes } = await enrolledUser();
+    const { user, secret, headers, recoveryCodes } = await enrolledUser(app);
     const wrong = await app.http.post('/api/user/2fa/disable', { code: '12345' }, { headers });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toBe('invalid_totp');
@@ -196,13 +183,13 @@ describe('TOTP two-factor', () => {
   });
 
   it('can be turned off with a recovery code', async () => {
-    const { headers, recoveryCodes } = await enrolledUser();
+    const { headers, recoveryCodes } = await enrolledUser(app);
     const off = await app.http.post('/api/user/2fa/disable', { code: recoveryCodes[9] }, { headers });
     expect(off.status, off.text).toBe(200);
   });
 
   it('audits a refused code when turning it off or making new recovery codes, on the API and the page, and counts it toward the lock', async () => {
-    const { user, secret, headers } = await enrolledUser();
+    const { user, secret, headers } = await enrolledUser(app);
     const api = await app.http.post('/api/user/2fa/disable', { code: 'aaaaa-bbbbb-ccccc-ddddd' }, { headers });
     expect([api.body.error, api.body.attempts_remaining], 'the answer says how many attempts are left, as a sign-in does').toStrictEqual(['invalid_totp', 4]);
 
@@ -234,7 +221,7 @@ describe('TOTP two-factor', () => {
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
   });
   it('locks the name after LOCKOUT_THRESHOLD refused codes on a signed-in session: the last says so (423), then even the right code is refused and two-factor stays on', async () => {
-    const { user, secret, headers } = await enrolledUser();
+    const { user, secret, headers } = await enrolledUser(app);
     const wrong = async () => ('000000' === (await totpCode(secret)) ? '111111' : '000000');
     for (let i = 1; i <= 3; i++) {
       const r = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });

@@ -3,6 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { formSession, hiddenField } from '../pages/form-session.ts';
 import { signIn } from '../auth/support.ts';
+import { withWritesRefused } from '../helpers/refused-writes.ts';
 
 const NEW_PASSWORD = 'a password set while the session was lost 31';
 
@@ -20,45 +21,19 @@ describe('a password change whose renewed session cannot be saved', () => {
   afterAll(() => app?.close());
 
   /** Runs `attempt` while the database refuses new session rows of user `userId`. */
-  async function withSessionsRefused<T>(userId: number, attempt: () => Promise<T>): Promise<T> {
-    const fn = `refuse_sessions_${userId}`;
-    await app.db.exec(`
-      CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.sess->>'userId' = '${userId}' THEN RAISE EXCEPTION 'the disk is full'; END IF;
-        RETURN NEW;
-      END $$;
-      CREATE TRIGGER ${fn} BEFORE INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION ${fn}();`);
-    try {
-      return await attempt();
-    } finally {
-      await app.db.exec(`DROP TRIGGER ${fn} ON sessions; DROP FUNCTION ${fn}();`);
-    }
-  }
+  const withSessionsRefused = <T>(userId: number, attempt: () => Promise<T>): Promise<T> =>
+    withWritesRefused(app.db, { table: 'sessions', ops: 'INSERT', when: `r.sess->>'userId' = '${userId}'` }, attempt);
 
   /**
    * Runs `attempt` while the database refuses every write of user `userId`'s session rows but
    * those of the transaction that changes the user's row (the password change itself): the
    * database gone just after the change committed, for the renewal's delete as for its save.
    */
-  async function withSessionWritesLost<T>(userId: number, attempt: () => Promise<T>): Promise<T> {
-    const fn = `lose_sessions_${userId}`;
-    await app.db.exec(`
-      CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF (CASE WHEN TG_OP = 'DELETE' THEN OLD.sess ELSE NEW.sess END)->>'userId' = '${userId}'
-           AND (SELECT xmin::text FROM users WHERE id = ${userId}) <> pg_current_xact_id()::xid::text THEN
-          RAISE EXCEPTION 'the database went away';
-        END IF;
-        RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
-      END $$;
-      CREATE TRIGGER ${fn} BEFORE INSERT OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION ${fn}();`);
-    try {
-      return await attempt();
-    } finally {
-      await app.db.exec(`DROP TRIGGER ${fn} ON sessions; DROP FUNCTION ${fn}();`);
-    }
-  }
+  const withSessionWritesLost = <T>(userId: number, attempt: () => Promise<T>): Promise<T> =>
+    withWritesRefused(app.db, {
+      table: 'sessions', ops: 'INSERT OR DELETE',
+      when: `r.sess->>'userId' = '${userId}' AND (SELECT xmin::text FROM users WHERE id = ${userId}) <> pg_current_xact_id()::xid::text`,
+    }, attempt);
 
   /** The new password signs in, the old one no longer does. */
   async function expectChanged(user: { username: string; password: string }) {
