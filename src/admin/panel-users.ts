@@ -5,7 +5,7 @@ import { currentUser } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
-import { flashNext, renderPage } from '../pages/render.ts';
+import { flashNext, renderChangedSignedOut } from '../pages/render.ts';
 import { actorOf, idParam } from './actor.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
@@ -118,11 +118,7 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps
       const { user: me, credentialsVersion } = await userAdmin.setPassword(id, { password: form.password, mustChange: false }, actorOf(req, res, 'admin_panel'), req.sessionID);
       // a new password always signs the user out, so there is a new version
       if (!(await renewSessionAfterChange(req, me, { twoFactorUsed: req.session.twoFactorUsed === true, credentialsVersion: credentialsVersion! }, logger))) {
-        return renderPage(req, res, 'signed-out', {
-          heading: 'Your password was set',
-          lead: 'You could not be kept signed in just now. Sign in again with your new password.',
-          signIn: `/login?next=${encodeURIComponent(detailUrl(id))}`,
-        }, { csrf: false });
+        return renderChangedSignedOut(req, res, { heading: 'Your password was set', signIn: `/login?next=${encodeURIComponent(detailUrl(id))}` });
       }
       flashNext(req, { type: 'success', text: 'Your password was set. You are still signed in here; every other session of yours has been signed out.' });
       return res.redirect(303, detailUrl(id));

@@ -57,7 +57,7 @@ export async function renewSessionAfterChange(
     return true;
   } catch (err) {
     quietly(() => logger.warn({ ...failureFields(err), user_id: user.id }, 'password changed, but the session could not be renewed: the browser is signed out'));
-    req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+    clearSessionCookie(req);
     // without a session express-session neither saves one nor sets its cookie when the answer ends
     (req as { session: unknown }).session = null;
     return false;
@@ -78,10 +78,15 @@ export async function signOutPreviousUser(
   if (typeof previous === 'number' && previous !== user.id) await auth.logoutUser({ userId: previous, ...ctx, endSessionId: req.sessionID });
 }
 
+/** Tells the browser to drop its session cookie. */
+function clearSessionCookie(req: Request): void {
+  req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+}
+
 /** Ends the session of this request (if any): the row is deleted and the cookie cleared. */
 export async function endSession(req: Request): Promise<void> {
   if (req.session) await promisify((done) => req.session.destroy(done));
-  req.res?.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: req.secure });
+  clearSessionCookie(req);
 }
 
 /** A sign-in whose credentials were right but whose password must change first (see PasswordChangeRequired). */

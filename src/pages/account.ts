@@ -9,7 +9,7 @@ import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
 import { changePasswordFormSchema, endSessionFormSchema } from './account-schemas.ts';
 import { wrongPassword } from './account-security.ts';
-import { flashNext, renderPage } from './render.ts';
+import { flashNext, renderChangedSignedOut, renderPage } from './render.ts';
 
 function context(req: Request) {
   return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via: 'page' as const };
@@ -42,12 +42,7 @@ export function accountHandlers(deps: { passwords: PasswordService; sessions: Se
   const { logger } = deps.deps;
 
   /** The change is made but the browser could not stay signed in (renewSessionAfterChange): it signs in again. */
-  const changedSignedOut = (req: Request, res: Response, signIn: string) =>
-    renderPage(req, res, 'signed-out', {
-      heading: 'Your password was changed',
-      lead: 'You could not be kept signed in just now. Sign in again with your new password.',
-      signIn,
-    }, { csrf: false });
+  const changedSignedOut = (req: Request, res: Response, signIn: string) => renderChangedSignedOut(req, res, { heading: 'Your password was changed', signIn });
 
   const renderPassword = (req: Request, res: Response, options: { status?: number; error?: string } = {}) => {
     const pending = pageUser(res) ? null : pendingPasswordChange(req);

@@ -56,3 +56,15 @@ export function renderPage(
   });
 }
 
+
+/**
+ * The page for a password change that was made but could not keep the browser signed in
+ * (renewSessionAfterChange): what happened, and a link to sign in again with the new password.
+ */
+export function renderChangedSignedOut(req: Request, res: Response, page: { heading: string; signIn: string }): void {
+  renderPage(req, res, 'signed-out', {
+    heading: page.heading,
+    lead: 'You could not be kept signed in just now. Sign in again with your new password.',
+    signIn: page.signIn,
+  }, { csrf: false });
+}

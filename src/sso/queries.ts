@@ -173,13 +173,13 @@ export const CLIENT_CHANGED = 'client_changed';
 const CLIENT_IS_CURRENT = '(r.client_version IS NULL OR coalesce(c.xmin::text = r.client_version, false))';
 
 /**
- * The token `t` was issued to the client `r` names, not to one deleted or renamed before it
- * was created under the same id: a token written while its client was being deleted or
+ * The token `t` was issued to the client under its id that was created at `createdAt` (an
+ * SQL expression), not to one deleted or renamed before that client was created: a token written while its client was being deleted or
  * renamed (by a transaction the issue could not see) is left under the old id, and a client
  * registered there later must not accept it. Tokens keep their client's creation time;
  * those written before they did (null) are judged by the id alone.
  */
-const SAME_CLIENT = '(t.client_created_at IS NULL OR t.client_created_at = r.client_created_at)';
+const sameClient = (createdAt: string) => `(t.client_created_at IS NULL OR t.client_created_at = ${createdAt})`;
 
 /**
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
@@ -211,7 +211,7 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
      ), consumed AS (
        UPDATE sso_tokens t SET used_at = now()
        FROM req r, users u
-       WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND ${SAME_CLIENT} AND u.id = t.user_id AND u.active
+       WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND ${sameClient('r.client_created_at')} AND u.id = t.user_id AND u.active
          AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now() AND t.expiry_notified_at IS NULL
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
@@ -240,7 +240,7 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
 
 /** Why a token could not be consumed. `name_valid`: it names its user, or a link still active. */
 interface TokenState {
-  /** Null when the token was issued to an earlier client under the same id (SAME_CLIENT). */
+  /** Null when the token was issued to an earlier client under the same id (sameClient). */
   client_id: string | null;
   used_at: Date | null;
   invalidated_at: Date | null;
@@ -256,7 +256,7 @@ export async function tokenState(
   jti: string,
 ): Promise<TokenState | null> {
   const r = await q.query<TokenState>(
-    `SELECT CASE WHEN t.client_created_at IS NULL OR t.client_created_at = c.created_at THEN t.client_id END AS client_id,
+    `SELECT CASE WHEN ${sameClient('c.created_at')} THEN t.client_id END AS client_id,
             t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id,
             (t.username = u.username OR EXISTS (
               SELECT 1 FROM user_client_links l
@@ -283,14 +283,14 @@ export async function invalidateUnusedTokens(q: Queryable, userId: number, scope
 }
 
 /**
- * The user of a token issued to `clientId` (the client now under that id: SAME_CLIENT),
+ * The user of a token issued to `clientId` (the client now under that id: sameClient),
  * whatever its state, and the browser session it was issued in (null: issued server to
  * server); null when there is no such token.
  */
 export async function tokenOwner(q: Queryable, jti: string, clientId: string): Promise<{ userId: number; sessionId: string | null } | null> {
   const r = await q.query<{ user_id: number; session_id: string | null }>(
     `SELECT t.user_id, t.session_id FROM sso_tokens t JOIN clients c ON c.client_id = t.client_id
-      WHERE t.jti = $1 AND t.client_id = $2 AND (t.client_created_at IS NULL OR t.client_created_at = c.created_at)`,
+      WHERE t.jti = $1 AND t.client_id = $2 AND ${sameClient('c.created_at')}`,
     [jti, clientId],
   );
   const row = r.rows[0];
