@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/db.ts';
 import type { EventRecorder } from '../webhooks/events.ts';
-import { markExpiredTokensNotified } from './queries.ts';
+import { markExpiredTokensNotified } from './expiry-queries.ts';
 import { failureFields } from '../http/unavailable.ts';
 
 /** Tokens handled per statement, so one sweep after a long outage stays a short transaction. */
