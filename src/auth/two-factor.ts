@@ -188,13 +188,16 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
      * An administrator turns two-factor off for a user who lost their device: secret and
      * recovery codes forgotten, audited as user.2fa_reset with the administrator.
      */
-    async reset(user: { id: number; username: string; totp_enabled: boolean }, actor: Actor): Promise<void> {
+    async reset(user: { id: number; username: string }, actor: Actor): Promise<void> {
       await db.transaction(async (tx) => {
+        // what is turned off is what the row holds once locked: an enabling committed while
+        // this waited counts (the record the caller read may be older)
+        const wasEnabled = (await findTotpState(tx, user.id, { lock: true }))?.totp_enabled ?? false;
         await setTotpEnabled(tx, user.id, false);
         await writeAudit(tx, {
           action: 'user.2fa_reset', outcome: 'success', userId: user.id, username: user.username,
           ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-          details: { ...actorDetails(actor), was_enabled: user.totp_enabled },
+          details: { ...actorDetails(actor), was_enabled: wasEnabled },
         });
       });
     },
