@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { writeAudit } from '../audit/writer.ts';
 import { assertPasswordAllowed } from '../auth/password-policy.ts';
-import { deletePasswordResets, setMustChangePassword, storePassword } from '../auth/password-queries.ts';
+import { deletePasswordResets } from '../auth/password-queries.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import { signOutEverywhere } from '../auth/sign-out.ts';
 import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { isUniqueViolation, type Queryable } from '../db/db.ts';
@@ -15,6 +14,7 @@ import {
 } from './queries.ts';
 import type { ShownProfile, UserRecord } from './user.ts';
 import { normalizeUsername } from './username.ts';
+import { applyPassword, preparePassword, signOutByAdministrator } from './password-set.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
@@ -53,21 +53,10 @@ function byAdministrator(actor: Actor, user: { id: number; username: string }) {
 export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) {
   const { db, config, events } = deps;
 
-  /**
-   * Signs the user out everywhere for an administrator's change, in its transaction, audited
-   * with the administrator. A deactivated user too: an inactive user's sessions, access tokens
-   * and unused SSO tokens are refused anyway, but they must not come back to life if the user
-   * is activated again while they would still be valid.
-   */
-  const signOutByAdministrator = (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor, reason: string, keepSid?: string) =>
-    signOutEverywhere(tx, events, user, {
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null, via: actor.via, reason, actor: actor.username ?? null, actorUserId: actor.userId ?? null,
-    }, keepSid, { renewing: true }); // kept only by a password set, whose caller renews it (renewSessionAfterChange)
-
   /** A deactivation: signed out everywhere, every reset link dies (it worked again once the user was active again). */
   const deactivated = async (tx: Queryable, user: { id: number; username: string; email: string }, actor: Actor) => {
     await deletePasswordResets(tx, user.id);
-    await signOutByAdministrator(tx, user, actor, 'deactivated');
+    await signOutByAdministrator(tx, events, user, actor, 'deactivated');
   };
 
   /**
@@ -120,37 +109,6 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     if (changed.email !== undefined) await deletePasswordResets(tx, user.id);
     if (changed.active === false) await deactivated(tx, user, actor);
     return changed;
-  }
-
-  /** A password change checked against the policy and hashed, before any transaction. */
-  async function preparePassword(
-    user: { username: string; email: string }, change: { password?: string; mustChange?: boolean },
-  ): Promise<{ hash?: string; mustChange: boolean }> {
-    if (change.password === undefined && change.mustChange === undefined) throw new AppError(400, 'usage', 'Give a password or the must-change flag');
-    if (change.password !== undefined) assertPasswordAllowed(change.password, config.PASSWORD_MIN_LENGTH, user);
-    const hash = change.password === undefined ? undefined : await hashPassword(change.password, config.BCRYPT_COST);
-    return { hash, mustChange: change.mustChange ?? false };
-  }
-
-  /** Writes a prepared password change in `tx` (setPassword); the new credentials version when the user was signed out. */
-  async function applyPassword(
-    tx: Queryable, found: UserRecord, prepared: { hash?: string; mustChange: boolean }, actor: Actor, keepSid?: string,
-  ): Promise<string | undefined> {
-    const { hash, mustChange } = prepared;
-    if (hash !== undefined) {
-      await storePassword(tx, found.id, hash, mustChange);
-      await clearLoginAttempts(tx, found.username);
-    } else if (!(await setMustChangePassword(tx, found.id, mustChange))) {
-      return undefined; // the flag already was so: a request that changes nothing writes nothing
-    }
-    await writeAudit(tx, {
-      action: 'user.password_set', outcome: 'success', userId: found.id, username: found.username,
-      ipAddress: actor.ipAddress ?? null, userAgent: actor.userAgent ?? null,
-      details: { ...actorDetails(actor), password_changed: hash !== undefined, must_change: mustChange },
-    });
-    if (hash === undefined && !mustChange) return undefined;
-    const signedOut = await signOutByAdministrator(tx, found, actor, 'password_set', keepSid);
-    return signedOut.credentialsVersion;
   }
 
   return {
@@ -233,8 +191,8 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
     ): Promise<UserRecord & { must_change_password: boolean; credentialsVersion?: string }> {
       const found = 'id' in user ? await findUserById(db, user.id) : await findUserByUsername(db, normalizeUsername(user.username));
       if (!found) throw new AppError(404, 'user_not_found', `No user ${'id' in user ? user.id : normalizeUsername(user.username)}`);
-      const prepared = await preparePassword(found, change);
-      const credentialsVersion = await db.transaction((tx) => applyPassword(tx, found, prepared, actor, keepSid));
+      const prepared = await preparePassword(found, change, config);
+      const credentialsVersion = await db.transaction((tx) => applyPassword(tx, events, found, prepared, actor, keepSid));
       return { ...found, must_change_password: prepared.mustChange, credentialsVersion };
     },
 
@@ -250,11 +208,11 @@ export function createUserService(deps: Pick<Deps, 'db' | 'config' | 'events'>) 
       const found = await findUserById(db, id);
       if (!found) throw new AppError(404, 'user_not_found', `No user ${id}`);
       // the policy compares the password with the address it will have
-      const prepared = change ? await preparePassword({ ...found, email: profile.email?.trim() ?? found.email }, change) : null;
+      const prepared = change ? await preparePassword({ ...found, email: profile.email?.trim() ?? found.email }, change, config) : null;
       await db.transaction(async (tx) => {
         const changed = Object.keys(profile).length > 0 ? await applyProfile(tx, id, profile, actor) : {};
         // the sign-out's user.logout event names the address the user has now
-        if (prepared) await applyPassword(tx, changed.email !== undefined ? { ...found, email: changed.email } : found, prepared, actor);
+        if (prepared) await applyPassword(tx, events, changed.email !== undefined ? { ...found, email: changed.email } : found, prepared, actor);
       });
     },
 
