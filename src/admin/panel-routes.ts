@@ -95,7 +95,7 @@ export const ADMIN_PANEL_ROUTES = [
     handle: users.handle((h) => h.show),
   }),
   panel({
-    method: 'post', path: '/admin/users/:id', summary: 'Change a user\'s profile', example: { email: 'bob@example.com', role: 'user' }, responses: formDone('the user'),
+    method: 'post', path: '/admin/users/:id', summary: 'Change a user\'s profile', example: { email: 'bob@example.com', role: 'user' }, responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form', body: userEditForm,
     handle: users.handle((h) => h.update),
     onError: users.onError((h) => h.updateFailed),

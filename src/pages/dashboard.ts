@@ -95,10 +95,12 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
 
   /**
    * A refused dashboard form goes back to the dashboard with the reason; a stale or forged
-   * form (CSRF) gets the error page and changes nothing.
+   * form (CSRF) gets the error page and changes nothing, one past the per-user limit the 429 page.
    */
   const failed: ErrorRequestHandler = (err, req, res, next) => {
-    if (!(err instanceof AppError) || err.status >= 500 || err.code === 'invalid_csrf_token' || !req.session) return next(err);
+    // as on the security page and the panel, the per-user limit's 429 (with Retry-After) is
+    // answered as such, not as a message on the dashboard (the reference documents 429)
+    if (!(err instanceof AppError) || err.status >= 500 || err.status === 429 || err.code === 'invalid_csrf_token' || !req.session) return next(err);
     const details = err.extra.details as Array<{ message: string }> | undefined;
     const text = err.code === 'validation_error' && details?.[0] ? details[0].message : err.message;
     flashNext(req, { type: 'error', text });
