@@ -31,8 +31,8 @@ export interface AttemptOutcome {
  * POSTs `body` to `url`, connecting to `target` (the address the SSRF guard checked) rather
  * than resolving the name again; Host and TLS SNI still name the URL's host. Redirects are
  * not followed (a 3xx is a failure); the attempt ends when `deadline.signal` aborts (the
- * caller's timer, started before name resolution); at most RESPONSE_BODY_CAP bytes of the
- * answer are read.
+ * caller's timer, started before name resolution), with the answer's status if it had come;
+ * at most RESPONSE_BODY_CAP bytes of the answer are read.
  */
 export function postOnce(
   url: URL,
@@ -48,6 +48,8 @@ export function postOnce(
   };
   return new Promise((resolve) => {
     let settled = false;
+    /** The answer's status, once its headers arrived: what counts, however slowly the body follows. */
+    let answered: number | null = null;
     /** `reusable`: the answer was read to its end, so the connection can carry the next delivery. */
     const finish = (statusCode: number | null, error: string | null, reusable = false) => {
       if (settled) return;
@@ -67,6 +69,7 @@ export function postOnce(
         agent,
       },
       (res) => {
+        answered = res.statusCode ?? null;
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
@@ -78,7 +81,9 @@ export function postOnce(
         res.on('error', () => finish(res.statusCode ?? null, null));
       },
     );
-    const onAbort = () => finish(null, `timeout after ${deadline.timeoutMs} ms`);
+    // a status that arrived in time stands: a 2xx whose body is still trickling in when the
+    // time is up was delivered (the connection is closed, not kept)
+    const onAbort = () => (answered === null ? finish(null, `timeout after ${deadline.timeoutMs} ms`) : finish(answered, null));
     if (deadline.signal.aborted) queueMicrotask(onAbort);
     else deadline.signal.addEventListener('abort', onAbort);
     req.on('error', (err: NodeJS.ErrnoException) => finish(null, err.code ? `${err.code}: ${err.message}` : err.message));
