@@ -62,25 +62,36 @@ export function createAttempts(options: AttemptOptions) {
     return records.map(() => true as const);
   }, { waitMs: RECORD_WAIT_MS });
 
-  async function recordOutcome(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
-    const gone = outcome.statusCode === 410;
+  /** The record of an attempt; `gone`: a 410 that disables its webhook (no retry). */
+  function recordOf(delivery: ClaimedDelivery, outcome: AttemptOutcome, gone: boolean): AttemptRecord {
     const retry = !outcome.ok && !gone && hasRetriesLeft(delivery.attempts);
-    const retryInMs = retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null;
-    const error = outcome.error ?? (outcome.ok ? null : `HTTP ${outcome.statusCode}`);
-    const record: AttemptRecord = {
+    return {
       id: delivery.id,
       attempt: delivery.attempts,
       status: outcome.ok ? 'succeeded' : retry ? 'pending' : 'failed',
       statusCode: outcome.statusCode,
-      error,
-      retryInMs,
+      error: outcome.error ?? (outcome.ok ? null : `HTTP ${outcome.statusCode}`),
+      retryInMs: retry ? retryDelayMs(delivery.attempts, config.WEBHOOK_BACKOFF_MS) : null,
       durationMs: outcome.durationMs,
     };
+  }
+
+  async function recordOutcome(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
+    let gone = outcome.statusCode === 410;
+    let record = recordOf(delivery, outcome, gone);
     try {
       if (gone) {
         await db.transaction(async (tx) => {
           // the webhook first: events being written for it are waited for and closed too
-          await lockWebhook(tx, delivery.webhook_id, true);
+          const hook = await lockWebhook(tx, delivery.webhook_id, true);
+          if (hook && hook.url !== delivery.url) {
+            // the 410 is about the URL it came from: a webhook moved elsewhere meanwhile stays
+            // on, and this is a failed attempt like any other, retried at the new URL
+            gone = false;
+            record = recordOf(delivery, outcome, false);
+            await recordAttempts(tx, [record]);
+            return;
+          }
           await recordAttempts(tx, [record]);
           await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
         });
@@ -95,7 +106,8 @@ export function createAttempts(options: AttemptOptions) {
       else logger.error({ ...fields, delivery: delivery.id }, 'could not record a webhook attempt');
       return;
     }
-    options.metrics?.webhookDeliveries.inc({ outcome: outcome.ok ? 'succeeded' : retry ? 'retry' : 'failed' });
+    const { retryInMs, error } = record;
+    options.metrics?.webhookDeliveries.inc({ outcome: outcome.ok ? 'succeeded' : retryInMs !== null ? 'retry' : 'failed' });
     const log = { delivery: delivery.id, webhook: delivery.webhook_id, event: delivery.event, attempt: delivery.attempts };
     if (outcome.ok) logger.debug({ ...log, status: outcome.statusCode, ms: outcome.durationMs }, 'webhook delivered');
     else logger.warn({ ...log, status: outcome.statusCode, error, retryInMs }, gone ? 'webhook disabled by 410' : 'webhook attempt failed');
