@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import { changedDefinitions, writesBeyondClients } from './table-writes.ts';
 import {
   allowSeedCommit, clientCallbacks, clientStates, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, tableStates, transactionId,
-  auditHighWater, countingRows, otherAuditRowsSince, registeredSubscribers, schemaDefinitions, tablesHeldExclusively,
+  auditHighWater, clientIds, countingRows, linksByClient, otherAuditRowsSince, registeredSubscribers, schemaDefinitions, tablesHeldExclusively,
 } from './queries.ts';
 
 /** One seed file: the name it is reported by and its SQL. */
@@ -68,6 +68,8 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       const tablesBefore = await tableStates(tx, table.oid);
       const definitions = await schemaDefinitions(tx, table);
       const auditFrom = await auditHighWater(tx, table);
+      const idsBefore = await clientIds(tx, table);
+      const linksBefore = await linksByClient(tx, table);
       try {
         await tx.exec(file.sql);
       } catch (err) {
@@ -88,8 +90,12 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       if (redefined.length > 0) {
         throw new SeedError(file.name, `a seed file may change only the clients table's rows; it changed definitions of the schema: ${redefined.slice(0, 5).join(', ')}`);
       }
+      // the links that go with the clients the file deleted (their ON DELETE CASCADE), and no others
+      const idsAfter = await clientIds(tx, table);
+      const linksOfDeletedClients = [...idsBefore].filter((id) => !idsAfter.has(id)).reduce((n, id) => n + (linksBefore.get(id) ?? 0), 0);
       const triggers = {
         otherAuditRows: await otherAuditRowsSince(tx, table, auditFrom), deliveriesPerNewClient: await registeredSubscribers(tx, table), held: await tablesHeldExclusively(tx),
+        linksOfDeletedClients,
       };
       const beyond = writesBeyondClients(tablesBefore, await tableStates(tx, table.oid), table.oid, triggers);
       if (beyond.length > 0) throw new SeedError(file.name, `a seed file may change only the clients table; it ${beyond.join('; ')}`);

@@ -217,6 +217,17 @@ export async function otherAuditRowsSince(q: Queryable, table: ClientsTable, aft
       WHERE id > $1::bigint AND NOT (action LIKE 'client.%' AND details->>'via' IS NOT DISTINCT FROM 'seed')`, [afterId])).rows[0].n;
 }
 
+/** The ids of the clients, read from the service's schema. */
+export async function clientIds(q: Queryable, table: ClientsTable): Promise<Set<string>> {
+  return new Set((await q.query<{ client_id: string }>(`SELECT client_id FROM ${table.schema}.clients`)).rows.map((r) => r.client_id));
+}
+
+/** How many dashboard links each client has (a seed file may delete a client's links only with the client). */
+export async function linksByClient(q: Queryable, table: ClientsTable): Promise<Map<string, number>> {
+  const r = await q.query<{ client_id: string; n: number }>(`SELECT client_id, count(*)::int AS n FROM ${table.schema}.user_client_links GROUP BY client_id`);
+  return new Map(r.rows.map((row) => [row.client_id, row.n]));
+}
+
 /** The webhooks a new client's client.registered is delivered to (the clients trigger's choice). */
 export async function registeredSubscribers(q: Queryable, table: ClientsTable): Promise<number> {
   return (await q.query<{ n: number }>(

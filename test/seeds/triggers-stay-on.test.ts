@@ -206,6 +206,23 @@ VALUES ('cascaded', 'Cascaded', 'https://c.example/cb', '{127.0.0.1}', '${hash()
     expect(run.stderr).toContain('it changed user_client_links (1 deleted)');
     expect((await app.db.query("SELECT count(*)::int AS n FROM user_client_links WHERE client_id = 'handdel'")).rows[0].n).toBe(1);
   });
+
+  it('refuses deleting another client\'s links in a file that deletes a client: only the deleted client\'s go (a review helper)', async () => {
+    const user = await makeUser(app);
+    expect((await seed(app, await projectWith({ 'a.sql': `${row('keeper')}\n${row('leaving')}` }), ['a.sql'])).code).toBe(0);
+    await app.db.query(`INSERT INTO user_client_links (user_id, client_id, external_username, username_key, status)
+      VALUES ($1, 'keeper', 'k-name', 'k-name', 'active'), ($1, 'leaving', 'l-name', 'l-name', 'active')`, [user.id]);
+    const file = `DELETE FROM clients WHERE client_id = 'leaving';\nDELETE FROM user_client_links WHERE client_id = 'keeper';`;
+    const run = await seed(app, await projectWith({ 'b.sql': file }), ['b.sql']);
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expect(run.stderr).toContain('it changed user_client_links (1 deleted)');
+    const links = await app.db.query<{ client_id: string }>("SELECT client_id FROM user_client_links WHERE client_id IN ('keeper', 'leaving') ORDER BY client_id");
+    expect(links.rows.map((r) => r.client_id), 'the file was undone as a whole').toStrictEqual(['keeper', 'leaving']);
+    // the same file without the other client's links goes through, the leaving client's link with it
+    const alone = await seed(app, await projectWith({ 'c.sql': "DELETE FROM clients WHERE client_id = 'leaving';" }), ['c.sql']);
+    expect(alone.code, alone.stderr).toBe(0);
+    expect((await app.db.query("SELECT count(*)::int AS n FROM user_client_links WHERE client_id = 'leaving'")).rows[0].n).toBe(0);
+  });
 });
 
 describe('migration 0018_client_previous_secret_check', () => {
