@@ -26,9 +26,10 @@ export const CLAIMED_DELIVERY_COLUMNS = 'd.id, d.webhook_id, d.event, d.data, d.
  * `attempts` is counted here, so an attempt that was made is counted even if we crash.
  * The same statement closes, as failed, the pending deliveries of webhooks that are off and
  * that nobody holds a lease on any more (found through webhook_deliveries_pending_by_webhook:
- * an index probe per webhook that is off).
+ * an index probe per webhook that is off). Deliveries of the webhooks in `skipWebhooks` are
+ * left for later claims.
  */
-export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: number, skipWebhooks: readonly number[] = []): Promise<ClaimedDelivery[]> {
   const r = await q.query<ClaimedDelivery>(
     `WITH orphaned AS (
        -- deliveries of a webhook turned off that were leased then (disableWebhook leaves those to
@@ -48,6 +49,7 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND (d.locked_until IS NULL OR d.locked_until <= now())
          AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.active)
+         AND d.webhook_id <> ALL ($3::int[]) -- webhooks with all the attempts in flight they may have
        ORDER BY d.next_attempt_at
        LIMIT $1
        FOR UPDATE OF d SKIP LOCKED
@@ -57,7 +59,7 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
      FROM due, webhooks w
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING ${CLAIMED_DELIVERY_COLUMNS}`,
-    [limit, leaseMs],
+    [limit, leaseMs, skipWebhooks],
     { prepare: true },
   );
   return r.rows;

@@ -19,6 +19,15 @@ export type { AttemptCounter } from './attempts.ts';
  */
 export const HANDED_PER_SLOT = 16;
 
+/**
+ * The share of the slots one webhook's attempts may hold at once. A receiver that hangs until
+ * the timeout holds every slot it gets for the whole timeout: without a bound, one with a
+ * backlog took all of them, and every other webhook's events waited behind it, timeout after
+ * timeout (a review helper, 2026-11-27). Half leaves the others half the slots and a single
+ * busy receiver enough for thousands of attempts a second on a near network.
+ */
+export const SLOT_SHARE_PER_WEBHOOK = 0.5;
+
 /** A delivery we hold the lease for, waiting for a slot; begun no later than `startBy` (performance.now()). */
 interface Held {
   delivery: ClaimedDelivery;
@@ -81,6 +90,12 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    */
   const maxWaitMs = (leaseMs - config.WEBHOOK_TIMEOUT_MS) / 2;
   const maxHanded = concurrency * HANDED_PER_SLOT;
+  const perWebhook = Math.max(1, Math.floor(concurrency * SLOT_SHARE_PER_WEBHOOK));
+  /** Attempts under way per webhook (slots held), for perWebhook. */
+  const inFlight = new Map<number, number>();
+  const hasRoom = (webhookId: number) => (inFlight.get(webhookId) ?? 0) < perWebhook;
+  /** The webhooks whose deliveries a claim leaves alone: all their slots are held. */
+  const full = () => [...inFlight].filter(([, n]) => n >= perWebhook).map(([id]) => id);
 
   let stopped = false;
   let pumping = false;
@@ -92,6 +107,12 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    * attempt that finds nothing.
    */
   let backlog = false;
+  /**
+   * The webhooks the last claim left out (at their share): their deliveries may wait in the
+   * table, so the first of their attempts to end claims again, unless deliveries already wait
+   * here (which it begins instead).
+   */
+  let skippedLast = new Set<number>();
   /** Slots taken: attempts under way, and answered ones waiting for their record when too many wait. */
   let busy = 0;
   /** Every attempt not yet finished (sent and recorded): what stop() waits for. */
@@ -124,7 +145,9 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         }
         // taken before the statement: the lease it writes cannot have begun earlier
         const startBy = performance.now() + maxWaitMs;
-        const claimed = await claimDueDeliveries(db, free, leaseMs);
+        const skipped = full();
+        skippedLast = new Set(skipped);
+        const claimed = await claimDueDeliveries(db, free, leaseMs, skipped);
         backlog = claimed.length === free;
         // slots taken by hand-offs during the claim: the rest wait their turn
         receive(claimed, startBy);
@@ -145,14 +168,22 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    */
   function begin(delivery: ClaimedDelivery): void {
     busy++;
+    const webhookId = delivery.webhook_id;
+    inFlight.set(webhookId, (inFlight.get(webhookId) ?? 0) + 1);
     let freed = false;
     const free = () => {
       if (freed) return;
       freed = true;
       busy--;
+      const left = inFlight.get(webhookId)! - 1;
+      if (left === 0) inFlight.delete(webhookId);
+      else inFlight.set(webhookId, left);
       if (stopped) return;
-      if (handed.length > 0) void refill();
-      else if (backlog) void pump();
+      // a pump begins waiting ones first (refill), then claims for the slots they leave: those
+      // waiting may all be for a webhook at its share, with others' due in the table
+      if (backlog) void pump();
+      else if (handed.length > 0) void refill();
+      else if (left === perWebhook - 1 && skippedLast.delete(webhookId)) void pump();
     };
     const running = attempter.make(delivery, free).finally(() => {
       attempts.delete(running);
@@ -181,7 +212,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     const late = performance.now() > startBy;
     for (const delivery of deliveries) {
       if (late || stopped) surplus.push(delivery);
-      else if (busy < concurrency && handed.length === 0) begin(delivery);
+      // one for a webhook at its share waits, as one for a full dispatcher does
+      else if (busy < concurrency && handed.length === 0 && hasRoom(delivery.webhook_id)) begin(delivery);
       else if (handed.length < maxHanded) handed.push({ delivery, startBy });
       else surplus.push(delivery);
     }
@@ -205,13 +237,22 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         const batch: Held[] = [];
         const late: ClaimedDelivery[] = [];
         const now = performance.now();
-        while (handed.length > 0 && batch.length < concurrency - busy) {
-          const held = handed.shift()!;
+        // in order, passing over (and keeping in their place) those of a webhook at its share
+        const planned = new Map<number, number>();
+        const kept: Held[] = [];
+        for (const held of handed) {
+          const id = held.delivery.webhook_id;
+          const taken = (inFlight.get(id) ?? 0) + (planned.get(id) ?? 0);
           if (now > held.startBy) late.push(held.delivery);
-          else batch.push(held);
+          else if (batch.length < concurrency - busy && taken < perWebhook) {
+            batch.push(held);
+            planned.set(id, (planned.get(id) ?? 0) + 1);
+          } else kept.push(held);
         }
+        handed.splice(0, handed.length, ...kept);
         giveBack(late);
-        if (batch.length === 0) continue;
+        // none can begin now: those left wait for a slot of their webhook's own (its attempts' end refills)
+        if (batch.length === 0) break;
         busy += batch.length; // their slots, while their webhooks are read
         let targets: Map<number, WebhookTarget>;
         try {
@@ -229,14 +270,19 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           break;
         }
         const skipped: ClaimedDelivery[] = [];
+        const waitOn: Held[] = [];
         const at = performance.now();
-        for (const { delivery, startBy } of batch) {
+        for (const held of batch) {
+          const { delivery, startBy } = held;
           const target = targets.get(delivery.webhook_id);
           if (!target) continue; // deleted, its deliveries with it
           // a webhook turned off: giving its delivery back closes it as failed
           if (!target.active || at > startBy) skipped.push(delivery);
+          // its webhook reached its share while the targets were read (a claim began some)
+          else if (!hasRoom(delivery.webhook_id)) waitOn.push(held);
           else begin({ ...delivery, url: target.url, secret: target.secret });
         }
+        handed.unshift(...waitOn);
         giveBack(skipped);
       }
     } finally {
