@@ -119,6 +119,27 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   const attempts = new Set<Promise<void>>();
   /** Deliveries we hold the lease for (handed over, or claimed beyond the free slots), waiting for a slot. */
   const handed: Held[] = [];
+  /** How many of `handed` each webhook has: one at its share may fill only its part of the room. */
+  const waiting = new Map<number, number>();
+  const waitingPerWebhook = perWebhook * HANDED_PER_SLOT;
+  const countWaiting = (id: number, by: number) => {
+    const n = (waiting.get(id) ?? 0) + by;
+    if (n <= 0) waiting.delete(id);
+    else waiting.set(id, n);
+  };
+  /** Puts deliveries among the waiting ones, at the back or (given back to the queue) at the front. */
+  const wait = (helds: readonly Held[], front = false) => {
+    if (front) handed.unshift(...helds);
+    else handed.push(...helds);
+    for (const h of helds) countWaiting(h.delivery.webhook_id, 1);
+  };
+  /** Takes every waiting delivery out of the queue. */
+  const takeWaiting = (): Held[] => {
+    waiting.clear();
+    return handed.splice(0);
+  };
+  /** Whether a waiting delivery could begin now (its webhook below its share): then it goes first. */
+  const beginnableWaiting = () => [...waiting.keys()].some(hasRoom);
   let refilling = false;
   /** Deliveries being given back to the table: stop() waits for them. */
   const releases = new Set<Promise<void>>();
@@ -180,10 +201,10 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       else inFlight.set(webhookId, left);
       if (stopped) return;
       // a pump begins waiting ones first (refill), then claims for the slots they leave: those
-      // waiting may all be for a webhook at its share, with others' due in the table
-      if (backlog) void pump();
+      // waiting may all be for a webhook at its share, with others' due in the table, and a
+      // webhook the last claim left out may have some there
+      if (backlog || (left === perWebhook - 1 && skippedLast.delete(webhookId))) void pump();
       else if (handed.length > 0) void refill();
-      else if (left === perWebhook - 1 && skippedLast.delete(webhookId)) void pump();
     };
     const running = attempter.make(delivery, free).finally(() => {
       attempts.delete(running);
@@ -211,10 +232,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     const surplus: ClaimedDelivery[] = [];
     const late = performance.now() > startBy;
     for (const delivery of deliveries) {
+      const id = delivery.webhook_id;
       if (late || stopped) surplus.push(delivery);
-      // one for a webhook at its share waits, as one for a full dispatcher does
-      else if (busy < concurrency && handed.length === 0 && hasRoom(delivery.webhook_id)) begin(delivery);
-      else if (handed.length < maxHanded) handed.push({ delivery, startBy });
+      // at once when a slot and its webhook's share are free and nothing that could begin
+      // waits before it; one for a webhook at its share waits, as one for a full dispatcher
+      // does, in that webhook's part of the room, so it cannot crowd out the others'
+      else if (busy < concurrency && hasRoom(id) && !beginnableWaiting()) begin(delivery);
+      else if (handed.length < maxHanded && (waiting.get(id) ?? 0) < waitingPerWebhook) wait([{ delivery, startBy }]);
       else surplus.push(delivery);
     }
     giveBack(surplus);
@@ -240,7 +264,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         // in order, passing over (and keeping in their place) those of a webhook at its share
         const planned = new Map<number, number>();
         const kept: Held[] = [];
-        for (const held of handed) {
+        for (const held of takeWaiting()) {
           const id = held.delivery.webhook_id;
           const taken = (inFlight.get(id) ?? 0) + (planned.get(id) ?? 0);
           if (now > held.startBy) late.push(held.delivery);
@@ -249,7 +273,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
             planned.set(id, (planned.get(id) ?? 0) + 1);
           } else kept.push(held);
         }
-        handed.splice(0, handed.length, ...kept);
+        wait(kept);
         giveBack(late);
         // none can begin now: those left wait for a slot of their webhook's own (its attempts' end refills)
         if (batch.length === 0) break;
@@ -259,14 +283,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           targets = new Map((await findWebhookTargets(db, batch.map((h) => h.delivery.webhook_id))).map((w) => [w.id, w]));
         } catch (err) {
           // they wait on; the next wake, poll or finished attempt tries again
-          handed.unshift(...batch);
+          wait(batch, true);
           if (!stopped) logger.warn(failureFields(err), 'webhook dispatcher could not read the webhooks of waiting deliveries');
           break;
         } finally {
           busy -= batch.length;
         }
         if (stopped) {
-          handed.unshift(...batch); // stop() gives them back
+          wait(batch, true); // stop() gives them back
           break;
         }
         const skipped: ClaimedDelivery[] = [];
@@ -282,7 +306,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           else if (!hasRoom(delivery.webhook_id)) waitOn.push(held);
           else begin({ ...delivery, url: target.url, secret: target.secret });
         }
-        handed.unshift(...waitOn);
+        wait(waitOn, true);
         giveBack(skipped);
       }
     } finally {
@@ -328,7 +352,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       }
       // Held but not begun: give them back, so they go out at once after a restart (or from
       // another instance) instead of when their lease would have run out.
-      giveBack(handed.splice(0).map((h) => h.delivery));
+      giveBack(takeWaiting().map((h) => h.delivery));
       await Promise.allSettled([...releases]);
     },
   };
