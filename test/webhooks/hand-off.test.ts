@@ -1,23 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Db, QueryOptions } from '../../src/db/db.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createSsoService } from '../../src/sso/service.ts';
-import { signingKeysOf } from '../../src/sso/keys.ts';
 import { findUserByUsername } from '../../src/users/queries.ts';
 import { deliveryLeaseMs, startDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
+import { createOutbox } from '../../src/webhooks/events.ts';
 import { claimDueDeliveries } from '../../src/webhooks/delivery-queries.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
+import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';
 
 const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
 const logger = pino({ level: 'silent' });
-/** Polls once an hour: whatever arrives sooner was handed over, not found by a poll. */
-const NEVER = 3_600_000;
 
 describe('token issues hand their user.login deliveries straight to the dispatcher', () => {
   let t: Awaited<ReturnType<typeof createMigratedDatabase>>;
@@ -27,24 +22,8 @@ describe('token issues hand their user.login deliveries straight to the dispatch
   });
   afterAll(() => t.drop());
 
-  /** Issues `count` tokens together (one statement records them all): for a known user (the browser flow), or by username (server to server). */
-  async function issue(outbox: EventOutbox, count: number, way: 'for user' | 'by username' = 'for user'): Promise<void> {
-    const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
-    const client = (await findClient(t.db, 'handoff'))!;
-    const user = (await findUserByUsername(t.db, 'handoff'))!;
-    await Promise.all(Array.from({ length: count }, () => (way === 'for user'
-      ? sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })
-      : sso.issueByUsername(client, 'handoff', { ipAddress: '127.0.0.1', userAgent: 'test' }))));
-  }
-
-  async function webhookFor(url: string): Promise<number> {
-    await t.db.query('UPDATE webhooks SET active = false');
-    return (await t.db.query<{ id: number }>(
-      "INSERT INTO webhooks (url, events, secret) VALUES ($1, '{user.login}', 'hand-off-secret-0123456789') RETURNING id", [url])).rows[0].id;
-  }
-
-  const deliveries = async (webhookId: number) => (await t.db.query<{ id: string; status: string; attempts: number; leased: boolean }>(
-    'SELECT id, status, attempts, locked_until IS NOT NULL AS leased FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId])).rows;
+  const { issue, onlyWebhooks, deliveries, countingClaims } = dispatcherKit(() => t.db, 'handoff', config);
+  const webhookFor = async (url: string) => (await onlyWebhooks([url]))[0];
 
   it.each(['for user', 'by username'] as const)('sends them with no claim: the dispatcher is neither woken nor polling (issued %s)', async (way) => {
     const receiver = await startReceiver();
@@ -67,24 +46,6 @@ describe('token issues hand their user.login deliveries straight to the dispatch
     }
     expect(outbox.handOffLeaseMs(), 'a stopped dispatcher takes nothing more').toBe(null);
   });
-
-  /** The test database, counting the claim statements made through it. */
-  function countingClaims(): { db: Db; claims: () => number } {
-    let claims = 0;
-    const db = new Proxy(t.db, {
-      get(target, prop) {
-        if (prop === 'query') {
-          return (sql: string, ...rest: [unknown[]?, QueryOptions?]) => {
-            if (sql.includes('SKIP LOCKED')) claims++;
-            return target.query(sql, ...rest);
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-    return { db, claims: () => claims };
-  }
 
   it('finished attempts of handed-over deliveries claim nothing from the table', async () => {
     const receiver = await startReceiver();

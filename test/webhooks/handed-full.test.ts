@@ -1,19 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
-import type { Db, QueryOptions } from '../../src/db/db.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createSsoService } from '../../src/sso/service.ts';
-import { signingKeysOf } from '../../src/sso/keys.ts';
-import { findUserByUsername } from '../../src/users/queries.ts';
 import { HANDED_PER_SLOT, startDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
+import { createOutbox } from '../../src/webhooks/events.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
+import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';
 
-const NEVER = 3_600_000;
 const patient = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_BACKOFF_MS: '100' });
 const logger = pino({ level: 'silent' });
 
@@ -25,40 +19,13 @@ describe('a webhook at its share with many deliveries waiting in memory (a revie
   });
   afterAll(() => t.drop());
 
-  async function issue(outbox: EventOutbox, count: number): Promise<void> {
-    const sso = createSsoService({ db: t.db, config: patient, signingKeys: signingKeysOf(Buffer.from(patient.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
-    const client = (await findClient(t.db, 'review'))!;
-    const user = (await findUserByUsername(t.db, 'review'))!;
-    await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
-  }
-  const addWebhook = async (url: string) => (await t.db.query<{ id: number }>(
-    "INSERT INTO webhooks (url, events, secret) VALUES ($1, '{user.login}', 'review-secret-0123456789') RETURNING id", [url])).rows[0].id;
-  const deliveries = async (webhookId: number) => (await t.db.query<{ status: string; attempts: number; leased: boolean }>(
-    'SELECT status, attempts, locked_until IS NOT NULL AS leased FROM webhook_deliveries WHERE webhook_id = $1', [webhookId])).rows;
-  function countingClaims(): { db: Db; claims: () => number } {
-    let claims = 0;
-    const db = new Proxy(t.db, {
-      get(target, prop) {
-        if (prop === 'query') {
-          return (sql: string, ...rest: [unknown[]?, QueryOptions?]) => {
-            if (sql.includes('SKIP LOCKED')) claims++;
-            return target.query(sql, ...rest);
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-    return { db, claims: () => claims };
-  }
-
+  const { issue, addWebhook, onlyWebhooks, deliveries, countingClaims } = dispatcherKit(() => t.db, 'review', patient);
   it('another webhook with a free slot is sent at once, and no claim/give-back loop runs', async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
     const hung = await startReceiver(async (_, i) => { if (i === 0) await gate; return 200; });
     const fast = await startReceiver();
-    await t.db.query('UPDATE webhooks SET active = false');
-    const hungId = await addWebhook(hung.url);
+    const [hungId] = await onlyWebhooks([hung.url]);
     const outbox = createOutbox();
     const { db, claims } = countingClaims();
     // 2 slots, 1 per webhook; at most 2 * HANDED_PER_SLOT = 32 waiting in memory, of which the

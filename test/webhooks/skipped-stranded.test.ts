@@ -1,18 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createSsoService } from '../../src/sso/service.ts';
-import { signingKeysOf } from '../../src/sso/keys.ts';
-import { findUserByUsername } from '../../src/users/queries.ts';
 import { startDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
+import { createOutbox } from '../../src/webhooks/events.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
+import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
 import { eventually, sleep, startReceiver } from './receiver.ts';
 
-const NEVER = 3_600_000;
 const patient = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_BACKOFF_MS: '100' });
 const logger = pino({ level: 'silent' });
 
@@ -24,16 +19,7 @@ describe('a webhook left out by a claim, when another webhook at its share has d
   });
   afterAll(() => t.drop());
 
-  async function issue(outbox: EventOutbox, count: number): Promise<void> {
-    const sso = createSsoService({ db: t.db, config: patient, signingKeys: signingKeysOf(Buffer.from(patient.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
-    const client = (await findClient(t.db, 'review'))!;
-    const user = (await findUserByUsername(t.db, 'review'))!;
-    await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
-  }
-  const addWebhook = async (url: string) => (await t.db.query<{ id: number }>(
-    "INSERT INTO webhooks (url, events, secret) VALUES ($1, '{user.login}', 'review-secret-0123456789') RETURNING id", [url])).rows[0].id;
-  const deliveries = async (webhookId: number) => (await t.db.query<{ status: string; attempts: number; leased: boolean }>(
-    'SELECT status, attempts, locked_until IS NOT NULL AS leased FROM webhook_deliveries WHERE webhook_id = $1', [webhookId])).rows;
+  const { issue, addWebhook, onlyWebhooks, deliveries } = dispatcherKit(() => t.db, 'review', patient);
 
   /** Holds its first two requests until open(). */
   async function heldTwice() {
@@ -46,8 +32,7 @@ describe('a webhook left out by a claim, when another webhook at its share has d
   it('its deliveries left in the table are claimed once its attempts end', async () => {
     const a = await heldTwice();
     const c = await heldTwice();
-    await t.db.query('UPDATE webhooks SET active = false');
-    const aId = await addWebhook(a.url);
+    const [aId] = await onlyWebhooks([a.url]);
     await issue(createOutbox(), 5); // five for A in the table, unclaimed (no dispatcher in that process)
     await t.db.query("UPDATE webhooks SET events = '{user.logout}' WHERE id = $1", [aId]); // later tokens are for C only
     const outbox = createOutbox();

@@ -1,22 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { findClient } from '../../src/clients/queries.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createMetrics } from '../../src/metrics/metrics.ts';
-import { createSsoService } from '../../src/sso/service.ts';
-import { signingKeysOf } from '../../src/sso/keys.ts';
-import { findUserByUsername } from '../../src/users/queries.ts';
 import { HANDED_PER_SLOT, startDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { createOutbox, type EventOutbox } from '../../src/webhooks/events.ts';
+import { createOutbox } from '../../src/webhooks/events.ts';
 import { createWebhookService } from '../../src/webhooks/service.ts';
 import { signBody } from '../../src/webhooks/verify.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
+import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
 import { eventually, type Receiver, sleep, startReceiver } from './receiver.ts';
 
 const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
-/** Polls once an hour: whatever arrives sooner was handed over, not found by a poll. */
-const NEVER = 3_600_000;
 /** For tests that hold an attempt open: attempts time out after 10 s, not 1 s. */
 const patient = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_BACKOFF_MS: '100' });
 const SECRET = 'waiting-secret-0123456789';
@@ -31,27 +25,10 @@ describe('deliveries waiting for a slot', () => {
   });
   afterAll(() => t.drop());
 
-  /** Issues `count` tokens together: their user.login deliveries are handed to the dispatcher of `outbox` in one go. */
-  async function issue(outbox: EventOutbox, count: number): Promise<void> {
-    const sso = createSsoService({ db: t.db, config, signingKeys: signingKeysOf(Buffer.from(config.JWT_SECRET!)), events: outbox, metrics: createMetrics() });
-    const client = (await findClient(t.db, 'waiting'))!;
-    const user = (await findUserByUsername(t.db, 'waiting'))!;
-    await Promise.all(Array.from({ length: count }, () => sso.issueForUser(client, user, { ipAddress: '127.0.0.1', userAgent: 'test', flow: 'test' })));
-  }
-
-  /** The only active webhooks from now on: these URLs, subscribed to user.login. */
-  async function webhooksFor(...urls: string[]): Promise<number[]> {
-    await t.db.query('UPDATE webhooks SET active = false');
-    const ids: number[] = [];
-    for (const url of urls) {
-      ids.push((await t.db.query<{ id: number }>(
-        "INSERT INTO webhooks (url, events, secret) VALUES ($1, '{user.login}', $2) RETURNING id", [url, SECRET])).rows[0].id);
-    }
-    return ids;
-  }
-
-  const deliveries = async (webhookId: number) => (await t.db.query<{ id: string; status: string; attempts: number; leased: boolean; last_error: string | null }>(
-    'SELECT id, status, attempts, locked_until IS NOT NULL AS leased, last_error FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId])).rows;
+  // tokens issued together: their user.login deliveries are handed to the dispatcher of the outbox in one go
+  const { issue, onlyWebhooks, deliveries } = dispatcherKit(() => t.db, 'waiting', config);
+  /** The only active webhooks from now on: these URLs, subscribed to user.login, signed with SECRET. */
+  const webhooksFor = (...urls: string[]) => onlyWebhooks(urls, SECRET);
 
   /** A receiver that holds its first request (received at once) until `open()`, answering it `status`; the others it answers 200 at once. */
   async function heldReceiver(status = 200): Promise<Receiver & { open: () => void }> {
