@@ -6,33 +6,10 @@ import { type AttemptCounter, createAttempts } from './attempts.ts';
 import type { EventOutbox } from './events.ts';
 import { type ClaimedDelivery, claimDueDeliveries, findWebhookTargets, releaseDeliveries, type WebhookTarget } from './delivery-queries.ts';
 import { failureFields } from '../http/unavailable.ts';
+import { HANDED_PER_SLOT, type Held, slotShares, waitingRoom } from './shares.ts';
 
 export type { AttemptCounter } from './attempts.ts';
-
-/**
- * Deliveries waiting in memory for a slot, at most, per slot; the surplus is given back to
- * the table at once, where any instance's claim takes it. Without a bound, token issue
- * faster than sending filled memory, and deliveries waited here past their lease, when
- * another instance claimed and sent them too. 64 slots start several thousand attempts a
- * second on loopback (docs/performance.md, "Webhook latency"): 1,024 waiting is well under a
- * second's work there, and a slow receiver's surplus goes to the table.
- */
-export const HANDED_PER_SLOT = 16;
-
-/**
- * The share of the slots one webhook's attempts may hold at once. A receiver that hangs until
- * the timeout holds every slot it gets for the whole timeout: without a bound, one with a
- * backlog took all of them, and every other webhook's events waited behind it, timeout after
- * timeout (a review helper, 2026-11-27). Half leaves the others half the slots and a single
- * busy receiver enough for thousands of attempts a second on a near network.
- */
-export const SLOT_SHARE_PER_WEBHOOK = 0.5;
-
-/** A delivery we hold the lease for, waiting for a slot; begun no later than `startBy` (performance.now()). */
-interface Held {
-  delivery: ClaimedDelivery;
-  startBy: number;
-}
+export { HANDED_PER_SLOT } from './shares.ts';
 
 /** A background worker of the service: `stop` lets the current attempts finish. */
 export interface Worker {
@@ -90,12 +67,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    */
   const maxWaitMs = (leaseMs - config.WEBHOOK_TIMEOUT_MS) / 2;
   const maxHanded = concurrency * HANDED_PER_SLOT;
-  const perWebhook = Math.max(1, Math.floor(concurrency * SLOT_SHARE_PER_WEBHOOK));
-  /** Attempts under way per webhook (slots held), for perWebhook. */
-  const inFlight = new Map<number, number>();
-  const hasRoom = (webhookId: number) => (inFlight.get(webhookId) ?? 0) < perWebhook;
-  /** The webhooks whose deliveries a claim leaves alone: all their slots are held. */
-  const full = () => [...inFlight].filter(([, n]) => n >= perWebhook).map(([id]) => id);
+  /** The slots each webhook's attempts hold, against its share (SLOT_SHARE_PER_WEBHOOK). */
+  const shares = slotShares(concurrency);
 
   let stopped = false;
   let pumping = false;
@@ -117,29 +90,13 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   let busy = 0;
   /** Every attempt not yet finished (sent and recorded): what stop() waits for. */
   const attempts = new Set<Promise<void>>();
-  /** Deliveries we hold the lease for (handed over, or claimed beyond the free slots), waiting for a slot. */
-  const handed: Held[] = [];
-  /** How many of `handed` each webhook has: one at its share may fill only its part of the room. */
-  const waiting = new Map<number, number>();
-  const waitingPerWebhook = perWebhook * HANDED_PER_SLOT;
-  const countWaiting = (id: number, by: number) => {
-    const n = (waiting.get(id) ?? 0) + by;
-    if (n <= 0) waiting.delete(id);
-    else waiting.set(id, n);
-  };
-  /** Puts deliveries among the waiting ones, at the back or (given back to the queue) at the front. */
-  const wait = (helds: readonly Held[], front = false) => {
-    if (front) handed.unshift(...helds);
-    else handed.push(...helds);
-    for (const h of helds) countWaiting(h.delivery.webhook_id, 1);
-  };
-  /** Takes every waiting delivery out of the queue. */
-  const takeWaiting = (): Held[] => {
-    waiting.clear();
-    return handed.splice(0);
-  };
+  /**
+   * Deliveries we hold the lease for (handed over, or claimed beyond the free slots), waiting
+   * for a slot: one webhook's fill at most the room of its share of the slots.
+   */
+  const handed = waitingRoom(maxHanded, shares.perWebhook * HANDED_PER_SLOT);
   /** Whether a waiting delivery could begin now (its webhook below its share): then it goes first. */
-  const beginnableWaiting = () => [...waiting.keys()].some(hasRoom);
+  const beginnableWaiting = () => [...handed.webhooks()].some(shares.hasRoom);
   let refilling = false;
   /** Deliveries being given back to the table: stop() waits for them. */
   const releases = new Set<Promise<void>>();
@@ -166,7 +123,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
         }
         // taken before the statement: the lease it writes cannot have begun earlier
         const startBy = performance.now() + maxWaitMs;
-        const skipped = full();
+        const skipped = shares.full();
         skippedLast = new Set(skipped);
         const claimed = await claimDueDeliveries(db, free, leaseMs, skipped);
         backlog = claimed.length === free;
@@ -190,20 +147,18 @@ export function startDispatcher(options: DispatcherOptions): Worker {
   function begin(delivery: ClaimedDelivery): void {
     busy++;
     const webhookId = delivery.webhook_id;
-    inFlight.set(webhookId, (inFlight.get(webhookId) ?? 0) + 1);
+    shares.take(webhookId);
     let freed = false;
     const free = () => {
       if (freed) return;
       freed = true;
       busy--;
-      const left = inFlight.get(webhookId)! - 1;
-      if (left === 0) inFlight.delete(webhookId);
-      else inFlight.set(webhookId, left);
+      const left = shares.release(webhookId);
       if (stopped) return;
       // a pump begins waiting ones first (refill), then claims for the slots they leave: those
       // waiting may all be for a webhook at its share, with others' due in the table, and a
       // webhook the last claim left out may have some there
-      if (backlog || (left === perWebhook - 1 && skippedLast.delete(webhookId))) void pump();
+      if (backlog || (left === shares.perWebhook - 1 && skippedLast.delete(webhookId))) void pump();
       else if (handed.length > 0) void refill();
     };
     const running = attempter.make(delivery, free).finally(() => {
@@ -237,8 +192,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       // at once when a slot and its webhook's share are free and nothing that could begin
       // waits before it; one for a webhook at its share waits, as one for a full dispatcher
       // does, in that webhook's part of the room, so it cannot crowd out the others'
-      else if (busy < concurrency && hasRoom(id) && !beginnableWaiting()) begin(delivery);
-      else if (handed.length < maxHanded && (waiting.get(id) ?? 0) < waitingPerWebhook) wait([{ delivery, startBy }]);
+      else if (busy < concurrency && shares.hasRoom(id) && !beginnableWaiting()) begin(delivery);
+      else if (handed.admits(id)) handed.put([{ delivery, startBy }]);
       else surplus.push(delivery);
     }
     giveBack(surplus);
@@ -258,22 +213,8 @@ export function startDispatcher(options: DispatcherOptions): Worker {
     refilling = true;
     try {
       while (handed.length > 0 && busy < concurrency && !stopped) {
-        const batch: Held[] = [];
-        const late: ClaimedDelivery[] = [];
-        const now = performance.now();
         // in order, passing over (and keeping in their place) those of a webhook at its share
-        const planned = new Map<number, number>();
-        const kept: Held[] = [];
-        for (const held of takeWaiting()) {
-          const id = held.delivery.webhook_id;
-          const taken = (inFlight.get(id) ?? 0) + (planned.get(id) ?? 0);
-          if (now > held.startBy) late.push(held.delivery);
-          else if (batch.length < concurrency - busy && taken < perWebhook) {
-            batch.push(held);
-            planned.set(id, (planned.get(id) ?? 0) + 1);
-          } else kept.push(held);
-        }
-        wait(kept);
+        const { batch, late } = handed.takeBeginnable(concurrency - busy, performance.now(), shares.left);
         giveBack(late);
         // none can begin now: those left wait for a slot of their webhook's own (its attempts' end refills)
         if (batch.length === 0) break;
@@ -283,14 +224,14 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           targets = new Map((await findWebhookTargets(db, batch.map((h) => h.delivery.webhook_id))).map((w) => [w.id, w]));
         } catch (err) {
           // they wait on; the next wake, poll or finished attempt tries again
-          wait(batch, true);
+          handed.put(batch, true);
           if (!stopped) logger.warn(failureFields(err), 'webhook dispatcher could not read the webhooks of waiting deliveries');
           break;
         } finally {
           busy -= batch.length;
         }
         if (stopped) {
-          wait(batch, true); // stop() gives them back
+          handed.put(batch, true); // stop() gives them back
           break;
         }
         const skipped: ClaimedDelivery[] = [];
@@ -303,10 +244,10 @@ export function startDispatcher(options: DispatcherOptions): Worker {
           // a webhook turned off: giving its delivery back closes it as failed
           if (!target.active || at > startBy) skipped.push(delivery);
           // its webhook reached its share while the targets were read (a claim began some)
-          else if (!hasRoom(delivery.webhook_id)) waitOn.push(held);
+          else if (!shares.hasRoom(delivery.webhook_id)) waitOn.push(held);
           else begin({ ...delivery, url: target.url, secret: target.secret });
         }
-        wait(waitOn, true);
+        handed.put(waitOn, true);
         giveBack(skipped);
       }
     } finally {
@@ -352,7 +293,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
       }
       // Held but not begun: give them back, so they go out at once after a restart (or from
       // another instance) instead of when their lease would have run out.
-      giveBack(takeWaiting().map((h) => h.delivery));
+      giveBack(handed.takeAll().map((h) => h.delivery));
       await Promise.allSettled([...releases]);
     },
   };
