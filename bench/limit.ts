@@ -2,8 +2,9 @@
  * The practical limit of this service's validation design on this machine, for `npm run bench`:
  * plain node:http and pg, no framework. Each POST /validate {client_id, token} consumes one
  * single-use token with the service's own statement (consumeTokens, src/sso/queries.ts: the
- * token marked used and its audit row written), shared by every validation that arrived in the
- * same turn of the event loop (src/db/batch.ts), and answers a small JSON body. It does only
+ * token marked used and its audit row written), batched as the service batches it
+ * (src/db/batch.ts: one statement out at a time, shared by every validation that arrived
+ * meanwhile), and answers a small JSON body. It does only
  * that: no client credentials, no signature, no rate limit, no log line, so the service can
  * only come close to it. Here `token` is the token's jti (the rows are written by bench/run.ts).
  *

@@ -2,13 +2,18 @@ import DataLoader from 'dataloader';
 import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
 
 /**
- * Coalesces the hot paths' one-row statements into one statement per turn of the event loop.
+ * Coalesces the hot paths' one-row statements into few statements.
  *
  * Each HTTP request is parsed in its own I/O callback, so the default DataLoader schedule
  * (after the current tick) would see one key at a time; `setImmediate` waits until the
- * loop has handled every request that arrived together. While one statement is out, the
- * next batch fills, so under load many requests share one round trip and one commit, and
- * a lone request waits for nothing but its own statement.
+ * loop has handled every request that arrived together. And one statement of a loader is out
+ * at a time (`inFlight`): the batch that fills while it is out goes when it returns. So under
+ * load many requests share one round trip and one commit, and a lone request waits for
+ * nothing but its own statement. A statement's own cost (its locks, its plan, its commit) is
+ * several times that of a row: sending each turn's batch at once, whatever was out, made
+ * statements of four or five rows under load (docs/performance.md, "One statement out at a
+ * time"). A statement out longer than `stallMs` no longer holds the next back (a lock wait, a
+ * checkpoint): a slow statement delays the others by that much at most.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed
  * token must be seen at once, on every instance). When the database refuses the statement
@@ -24,9 +29,10 @@ import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
  */
 export function createBatchLoader<K, V>(
   run: (keys: readonly K[]) => Promise<ArrayLike<V | Error>>,
-  options: { maxBatchSize?: number; waitMs?: number } = {},
+  options: { maxBatchSize?: number; waitMs?: number; inFlight?: number; stallMs?: number } = {},
 ): DataLoader<K, V> {
-  const { maxBatchSize = 500, waitMs = 0 } = options;
+  const { maxBatchSize = 500, waitMs = 0, inFlight = 1, stallMs = STALL_MS } = options;
+  const gate = statementGate(inFlight, stallMs);
   const runAlone = async (key: K): Promise<V | Error> => {
     try {
       return (await run([key]))[0];
@@ -35,16 +41,58 @@ export function createBatchLoader<K, V>(
     }
   };
   return new DataLoader<K, V>(
+    // every batch the gate lets go comes here, with at least one key (nothing is cached)
     async (keys) => {
       try {
         return await run(keys);
       } catch (err) {
         if (keys.length === 1 || !refusedByDatabase(err)) throw err;
         return Promise.all(keys.map(runAlone));
+      } finally {
+        gate.leave();
       }
     },
-    { cache: false, maxBatchSize, batchScheduleFn: (callback) => (waitMs > 0 ? setTimeout(callback, waitMs) : setImmediate(callback)) },
+    { cache: false, maxBatchSize, batchScheduleFn: (callback) => gate.enter(() => (waitMs > 0 ? setTimeout(callback, waitMs) : setImmediate(callback))) },
   );
+}
+
+/** How long a statement out holds the next batch back (ms): many times a statement's time under load. */
+export const STALL_MS = 20;
+
+/**
+ * At most `limit` statements out at once: `enter(go)` runs `go` at once when fewer are out,
+ * else when one returns (`leave`), or after `stallMs` whichever comes first; every `go` is
+ * followed by exactly one `leave`. Written here: DataLoader schedules batches but does not
+ * count them, and a general-purpose limiter (p-limit and the like) has no way to let a parked
+ * batch go past a slow statement.
+ */
+function statementGate(limit: number, stallMs: number): { enter(go: () => void): void; leave(): void } {
+  let out = 0;
+  const parked: Array<() => void> = [];
+  const start = (go: () => void) => {
+    out++;
+    go();
+  };
+  return {
+    enter(go) {
+      if (out < limit) return start(go);
+      let gone = false;
+      const release = () => {
+        if (gone) return;
+        gone = true;
+        clearTimeout(timer);
+        const at = parked.indexOf(release);
+        if (at !== -1) parked.splice(at, 1);
+        start(go);
+      };
+      const timer = setTimeout(release, stallMs);
+      parked.push(release);
+    },
+    leave() {
+      out--;
+      while (out < limit && parked.length > 0) parked[0]();
+    },
+  };
 }
 
 /**

@@ -21,7 +21,7 @@ export interface IssueRecord {
 
 /**
  * The SSO tokens' repository: the hot paths' writes, batched below the service. Requests
- * arriving in the same turn of the event loop share one statement (src/db/batch.ts).
+ * arriving together share one statement (src/db/batch.ts).
  */
 export function createTokenStore(db: Db, events: EventRecorder) {
   /** Validations arriving together consume their tokens in one statement. */

@@ -16,8 +16,8 @@ export async function findUsersByUsername(q: Queryable, usernames: readonly stri
 }
 
 /**
- * Users by normalized username for a hot path: lookups arriving in the same turn of the
- * event loop share one statement (src/db/batch.ts).
+ * Users by normalized username for a hot path: lookups arriving together share one
+ * statement (src/db/batch.ts).
  */
 export function createUserLookup(q: Queryable): { byUsername(username: string): Promise<UserRecord | null> } {
   const loader = createLookupLoader((names: string[]) => findUsersByUsername(q, names), (u) => u.username);

@@ -42,6 +42,75 @@ describe('batched statements', () => {
     expect(calls, 'three requests 5 ms apart, one call').toStrictEqual([[1, 2, 3]]);
   });
 
+  /** A run whose statements stay out until the test lets each go: the keys of every call, in order. */
+  function heldStatements() {
+    const calls: Array<{ keys: string[]; finish(fail?: boolean): void }> = [];
+    const run = (keys: readonly string[]) => new Promise<string[]>((resolve, reject) => {
+      calls.push({ keys: [...keys], finish: (fail) => (fail ? reject(new Error('connection lost')) : resolve(keys.map((k) => k.toUpperCase()))) });
+    });
+    return { calls, run };
+  }
+  const turns = (n: number) => new Promise<void>((resolve) => {
+    const step = (left: number) => (left === 0 ? resolve() : setImmediate(() => step(left - 1)));
+    step(n);
+  });
+
+  it('sends one statement at a time: what arrives while it is out goes in the next, when it returns', async () => {
+    const { calls, run } = heldStatements();
+    const loader = createBatchLoader(run, { stallMs: 10_000 });
+    const first = loader.load('a');
+    await turns(3);
+    expect(calls.map((c) => c.keys)).toStrictEqual([['a']]);
+    // three more requests, each in a turn of its own, while the first statement is out
+    const later: Array<Promise<string>> = [];
+    for (const k of ['b', 'c', 'd']) {
+      later.push(loader.load(k));
+      await turns(2);
+    }
+    expect(calls.length, 'no second statement while the first is out').toBe(1);
+    calls[0].finish();
+    expect(await first).toBe('A');
+    await turns(3);
+    expect(calls.map((c) => c.keys), 'the three waited together, one statement').toStrictEqual([['a'], ['b', 'c', 'd']]);
+    calls[1].finish();
+    expect(await Promise.all(later)).toStrictEqual(['B', 'C', 'D']);
+  });
+
+  it('a statement that failed lets the next go', async () => {
+    const { calls, run } = heldStatements();
+    const loader = createBatchLoader(run, { stallMs: 10_000 });
+    const first = loader.load('a');
+    await turns(2);
+    const second = loader.load('b');
+    await turns(2);
+    calls[0].finish(true);
+    await expect(first).rejects.toThrow('connection lost');
+    await turns(3);
+    expect(calls.map((c) => c.keys)).toStrictEqual([['a'], ['b']]);
+    calls[1].finish();
+    expect(await second).toBe('B');
+  });
+
+  it('a statement out longer than stallMs no longer holds the next back', async () => {
+    const { calls, run } = heldStatements();
+    const loader = createBatchLoader(run, { stallMs: 50 });
+    const stuck = loader.load('a');
+    await turns(2);
+    const started = performance.now();
+    const next = loader.load('b');
+    while (calls.length < 2 && performance.now() - started < 5_000) await new Promise((r) => setTimeout(r, 5));
+    const waited = performance.now() - started;
+    expect(calls.map((c) => c.keys), 'the second went while the first was still out').toStrictEqual([['a'], ['b']]);
+    expect(waited, 'after the stall time, not at once').toBeGreaterThanOrEqual(45);
+    calls[1].finish();
+    expect(await next).toBe('B');
+    // the first returning later lets nothing go twice
+    calls[0].finish();
+    expect(await stuck).toBe('A');
+    await turns(3);
+    expect(calls.length).toBe(2);
+  });
+
   it('when the database refuses a batch, only the request whose row it refuses fails', async () => {
     const token = (user: number): IssuedTokenRow => ({
       jti: randomUUID(), userId: user, clientId: 'batch', username: 'batch', ipAddress: '127.0.0.1',
