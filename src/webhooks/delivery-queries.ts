@@ -27,7 +27,8 @@ export const CLAIMED_DELIVERY_COLUMNS = 'd.id, d.webhook_id, d.event, d.data, d.
  * The same statement closes, as failed, the pending deliveries of webhooks that are off and
  * that nobody holds a lease on any more (found through webhook_deliveries_pending_by_webhook:
  * an index probe per webhook that is off). Deliveries of the webhooks in `skipWebhooks` are
- * left for later claims.
+ * left for later claims, and so are those of a webhook locked by a change that may turn it off
+ * (lockWebhook, src/webhooks/queries.ts), which closes them if it does.
  */
 export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: number, skipWebhooks: readonly number[] = []): Promise<ClaimedDelivery[]> {
   const r = await q.query<ClaimedDelivery>(
@@ -45,14 +46,19 @@ export async function claimDueDeliveries(q: Queryable, limit: number, leaseMs: n
            FOR UPDATE OF o SKIP LOCKED)
          AND w.id = d.webhook_id AND NOT w.active AND d.status = 'pending'
      ), due AS (
-       SELECT d.id FROM webhook_deliveries d
+       SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
          AND (d.locked_until IS NULL OR d.locked_until <= now())
-         AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.active)
+         AND w.active
          AND d.webhook_id <> ALL ($3::int[]) -- webhooks with all the attempts in flight they may have
        ORDER BY d.next_attempt_at
        LIMIT $1
        FOR UPDATE OF d SKIP LOCKED
+       -- a webhook locked FOR UPDATE is being turned off (a 410, an administrator), deleted or
+       -- given new events: its deliveries are passed over until that change commits (turning it
+       -- off closes them; otherwise a later claim takes them). Read past the lock, it was still
+       -- active, and a delivery the 410 was about to close was claimed and sent after it.
+       FOR KEY SHARE OF w SKIP LOCKED
      )
      UPDATE webhook_deliveries d
      SET locked_until = now() + make_interval(secs => $2::double precision / 1000), attempts = d.attempts + 1

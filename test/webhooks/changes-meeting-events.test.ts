@@ -151,6 +151,45 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
     }
   });
 
+  it('a delivery falling due while a receiver\'s 410 is turning its webhook off is not claimed: it is closed with the others', async () => {
+    let answer!: () => void;
+    const answering = new Promise<void>((resolve) => { answer = resolve; });
+    const gone = await startReceiver(async () => {
+      await answering;
+      return 410;
+    });
+    const other = await startReceiver();
+    try {
+      const goneId = await registerWebhook(app, headers, { url: gone.url, events: ['user.login'] });
+      const otherId = await registerWebhook(app, headers, { url: other.url, events: ['user.login'] });
+      const first = (await app.db.query<{ id: string }>(
+        "INSERT INTO webhook_deliveries (id, webhook_id, event, data) VALUES (gen_random_uuid(), $1, 'user.login', '{}') RETURNING id",
+        [goneId],
+      )).rows[0].id;
+      await eventually(async () => gone.received.length === 1, 10_000, 'the first attempt');
+      // not due yet, so no claim takes them before the 410 is under way
+      const later = await pendingDelivery(goneId);
+      const control = await pendingDelivery(otherId);
+      // holding the first delivery stops the 410's transaction after it locked the webhook
+      // FOR UPDATE, before it closes the pending deliveries: the moment a claim can meet it
+      const release = await holdLocks(app.db, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [first]);
+      answer();
+      await waitForLockWaiters(app.db, 1);
+      await app.db.query('UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = ANY($1::uuid[])', [[later, control]]);
+      // a claim has run since both fell due: the other webhook's went out
+      await other.waitFor(() => other.received.length === 1);
+      await sleep(200);
+      expect(gone.received, 'nothing is claimed for a webhook being turned off').toHaveLength(1);
+      await release();
+      await eventually(async () => (await deliveries(goneId)).every((d) => d.status === 'failed'), 10_000, 'both deliveries closed');
+      expect(gone.received, 'nothing is sent after the 410').toHaveLength(1);
+      await app.db.query('DELETE FROM webhooks WHERE id = ANY($1::int[])', [[goneId, otherId]]);
+    } finally {
+      await gone.close();
+      await other.close();
+    }
+  });
+
   it('a client registered while a subscribed webhook is being deleted is registered (client.registered, written by the clients table\'s trigger)', async () => {
     const receiver = await startReceiver();
     try {
