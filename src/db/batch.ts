@@ -12,8 +12,8 @@ import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
  * nothing but its own statement. A statement's own cost (its locks, its plan, its commit) is
  * several times that of a row: sending each turn's batch at once, whatever was out, made
  * statements of four or five rows under load (docs/performance.md, "One statement out at a
- * time"). A statement out longer than `stallMs` no longer holds the next back (a lock wait, a
- * checkpoint): a slow statement delays the others by that much at most.
+ * time"). A batch that has waited `stallMs` for a slow statement (a lock wait, a checkpoint)
+ * goes all the same: a slow statement delays the others by that much at most.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed
  * token must be seen at once, on every instance). When the database refuses the statement
@@ -47,7 +47,8 @@ export function createBatchLoader<K, V>(
         return await run(keys);
       } catch (err) {
         if (keys.length === 1 || !refusedByDatabase(err)) throw err;
-        return Promise.all(keys.map(runAlone));
+        // awaited, so the batch holds its place until the last retry is back (a review helper)
+        return await Promise.all(keys.map(runAlone));
       } finally {
         gate.leave();
       }
@@ -56,7 +57,7 @@ export function createBatchLoader<K, V>(
   );
 }
 
-/** How long a statement out holds the next batch back (ms): many times a statement's time under load. */
+/** How long a batch waits for the statement out before it goes all the same (ms): many times a statement's time under load. */
 export const STALL_MS = 20;
 
 /**

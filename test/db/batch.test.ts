@@ -111,6 +111,29 @@ describe('batched statements', () => {
     expect(calls.length).toBe(2);
   });
 
+  it('a batch the database refused holds its place until each of its requests has been tried alone', async () => {
+    const calls: string[][] = [];
+    const held: Array<() => void> = [];
+    const loader = createBatchLoader<string, string>(async (keys) => {
+      calls.push([...keys]);
+      // the database refuses the statement (a division by zero: no outage), then each request waits to be let go
+      if (keys.length > 1) throw Object.assign(new Error('division by zero'), { code: '22012' });
+      await new Promise<void>((resolve) => held.push(resolve));
+      return keys.map((k) => k.toUpperCase());
+    }, { stallMs: 10_000 });
+    const first = Promise.all([loader.load('a'), loader.load('b')]);
+    while (held.length < 2) await turns(1);
+    const next = loader.load('x');
+    await turns(5);
+    expect(calls, 'nothing else goes while the refused batch is retried').toStrictEqual([['a', 'b'], ['a'], ['b']]);
+    for (const go of held.splice(0)) go();
+    expect(await first).toStrictEqual(['A', 'B']);
+    while (held.length < 1) await turns(1);
+    held[0]();
+    expect(await next).toBe('X');
+    expect(calls.at(-1)).toStrictEqual(['x']);
+  });
+
   it('when the database refuses a batch, only the request whose row it refuses fails', async () => {
     const token = (user: number): IssuedTokenRow => ({
       jti: randomUUID(), userId: user, clientId: 'batch', username: 'batch', ipAddress: '127.0.0.1',
