@@ -53,7 +53,16 @@ export function createBatchLoader<K, V>(
         gate.leave();
       }
     },
-    { cache: false, maxBatchSize, batchScheduleFn: (callback) => gate.enter(() => (waitMs > 0 ? setTimeout(callback, waitMs) : setImmediate(callback))) },
+    {
+      cache: false,
+      maxBatchSize,
+      // waitMs first, then the gate: a batch that waited for a statement out (filling meanwhile) goes when it returns
+      batchScheduleFn: (callback) => {
+        const enter = () => gate.enter(() => setImmediate(callback));
+        if (waitMs > 0) setTimeout(enter, waitMs);
+        else enter();
+      },
+    },
   );
 }
 

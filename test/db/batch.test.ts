@@ -76,6 +76,23 @@ describe('batched statements', () => {
     expect(await Promise.all(later)).toStrictEqual(['B', 'C', 'D']);
   });
 
+  it('with waitMs, a batch that waited for the statement out goes when it returns, without waiting again', async () => {
+    const { calls, run } = heldStatements();
+    const loader = createBatchLoader(run, { waitMs: 200, stallMs: 10_000 });
+    const first = loader.load('a');
+    while (calls.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const second = loader.load('b');
+    await new Promise((r) => setTimeout(r, 300)); // its wait is over; the first statement is still out
+    expect(calls.length).toBe(1);
+    const returned = performance.now();
+    calls[0].finish();
+    await first;
+    while (calls.length < 2 && performance.now() - returned < 5_000) await turns(1);
+    expect(performance.now() - returned, 'at once, not another 200 ms later').toBeLessThan(100);
+    calls[1].finish();
+    expect(await second).toBe('B');
+  });
+
   it('a statement that failed lets the next go', async () => {
     const { calls, run } = heldStatements();
     const loader = createBatchLoader(run, { stallMs: 10_000 });
