@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { holdLocks, waitForLockWaiters } from '../helpers/locks.ts';
-import { adminHeaders, eventually, registerWebhook, sleep, startReceiver } from './receiver.ts';
+import { adminHeaders, eventually, registerWebhook, sleep, startHeldReceiver, startReceiver } from './receiver.ts';
 
 /**
  * An event's delivery rows are written for the webhooks its statement reads as active and
@@ -111,12 +111,7 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
   });
 
   it('an event recorded while a receiver\'s 410 turns its webhook off is closed with the others, never left pending', async () => {
-    let answer!: () => void;
-    const answering = new Promise<void>((resolve) => { answer = resolve; });
-    const gone = await startReceiver(async () => {
-      await answering;
-      return 410;
-    });
+    const gone = await startHeldReceiver(Infinity, () => 410); // every attempt answered 410 once opened
     const other = await startReceiver();
     try {
       const user = await makeUser(app);
@@ -132,7 +127,7 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
       const release = await holdLocks(app.db, 'SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [otherId]);
       const locking = app.http.post('/api/login', { username: user.username, password: 'not the password' });
       await waitForLockWaiters(app.db, 1);
-      answer();
+      gone.open();
       const isOff = async () => !(await app.db.query<{ active: boolean }>('SELECT active FROM webhooks WHERE id = $1', [goneId])).rows[0].active;
       // the 410 waits for that transaction, or (had it not to) has turned the webhook off already
       await Promise.race([waitForLockWaiters(app.db, 2), eventually(isOff, 10_000, 'the 410 to turn the webhook off')]);
@@ -152,12 +147,7 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
   });
 
   it('a delivery falling due while a receiver\'s 410 is turning its webhook off is not claimed: it is closed with the others', async () => {
-    let answer!: () => void;
-    const answering = new Promise<void>((resolve) => { answer = resolve; });
-    const gone = await startReceiver(async () => {
-      await answering;
-      return 410;
-    });
+    const gone = await startHeldReceiver(Infinity, () => 410); // every attempt answered 410 once opened
     const other = await startReceiver();
     try {
       const goneId = await registerWebhook(app, headers, { url: gone.url, events: ['user.login'] });
@@ -173,7 +163,7 @@ describe.runIf(onPostgres)('webhook changes meeting the events they concern', ()
       // holding the first delivery stops the 410's transaction after it locked the webhook
       // FOR UPDATE, before it closes the pending deliveries: the moment a claim can meet it
       const release = await holdLocks(app.db, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [first]);
-      answer();
+      gone.open();
       await waitForLockWaiters(app.db, 1);
       await app.db.query('UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = ANY($1::uuid[])', [[later, control]]);
       // a claim has run since both fell due: the other webhook's went out

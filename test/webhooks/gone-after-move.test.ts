@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient } from '../helpers/factories.ts';
-import { adminHeaders, eventually, registerWebhook, sleep, startReceiver } from './receiver.ts';
+import { adminHeaders, eventually, registerWebhook, sleep, startHeldReceiver, startReceiver } from './receiver.ts';
 
 /**
  * An administrator moves a webhook to a new URL while an attempt to the old URL is on its way;
@@ -16,12 +16,7 @@ describe('a 410 from the URL a webhook was moved away from', () => {
   afterAll(() => app?.close());
 
   it('leaves the moved webhook active, and later events reach the new URL', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const old = await startReceiver(async () => {
-      await gate;
-      return 410;
-    });
+    const old = await startHeldReceiver(Infinity, () => 410);
     const moved = await startReceiver();
     try {
       const admin = await adminHeaders(app);
@@ -30,7 +25,7 @@ describe('a 410 from the URL a webhook was moved away from', () => {
       await eventually(async () => old.received.length === 1, 5000, 'the attempt to the old URL');
       const patched = await app.http.patch(`/api/webhooks/${id}`, { url: moved.url }, { headers: admin });
       expect(patched.status, patched.text).toBe(200);
-      release();
+      old.open();
       await eventually(async () => (await app.db.query("SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'pending'", [id])).rows.length > 0
         || (await app.db.query('SELECT 1 FROM webhooks WHERE id = $1 AND NOT active', [id])).rows.length > 0);
       await sleep(300);
@@ -39,7 +34,7 @@ describe('a 410 from the URL a webhook was moved away from', () => {
       await makeClient(app);
       await moved.waitFor(() => moved.of('client.registered').length >= 1, 3000);
     } finally {
-      release();
+      old.open();
       await old.close();
       await moved.close();
     }

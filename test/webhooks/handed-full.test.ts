@@ -6,7 +6,7 @@ import { createOutbox } from '../../src/webhooks/events.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
-import { eventually, sleep, startReceiver } from './receiver.ts';
+import { eventually, sleep, startHeldReceiver, startReceiver } from './receiver.ts';
 
 const patient = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_BACKOFF_MS: '100' });
 const logger = pino({ level: 'silent' });
@@ -21,9 +21,7 @@ describe('a webhook at its share with many deliveries waiting in memory (a revie
 
   const { issue, addWebhook, onlyWebhooks, deliveries, countingClaims } = dispatcherKit(() => t.db, 'review', patient);
   it('another webhook with a free slot is sent at once, and no claim/give-back loop runs', async () => {
-    let open!: () => void;
-    const gate = new Promise<void>((r) => (open = r));
-    const hung = await startReceiver(async (_, i) => { if (i === 0) await gate; return 200; });
+    const hung = await startHeldReceiver();
     const fast = await startReceiver();
     const [hungId] = await onlyWebhooks([hung.url]);
     const outbox = createOutbox();
@@ -44,7 +42,7 @@ describe('a webhook at its share with many deliveries waiting in memory (a revie
       expect(fast.received.length, `the other webhook's delivery reached its receiver; ${state}`).toBe(1);
       expect(made, 'claim statements in 2 s with one delivery to send').toBeLessThan(10);
     } finally {
-      open();
+      hung.open();
       await dispatcher.stop();
       await hung.close();
       await fast.close();

@@ -8,7 +8,7 @@ import { createOutbox } from '../../src/webhooks/events.ts';
 import { claimDueDeliveries } from '../../src/webhooks/delivery-queries.ts';
 import { createWebhookService } from '../../src/webhooks/service.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
-import { eventually, sleep, startReceiver } from './receiver.ts';
+import { eventually, sleep, startHeldReceiver } from './receiver.ts';
 
 const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
 
@@ -57,12 +57,7 @@ describe('deliveries of a webhook turned off while they were leased', () => {
 
   it('is closed once its lease has run out when its record failed, and is not sent when the webhook is turned on again', async () => {
     const LEASE_MS = 2_000;
-    let answer!: () => void;
-    const answering = new Promise<void>((resolve) => { answer = resolve; });
-    const receiver = await startReceiver(async (_, index) => {
-      if (index === 0) await answering; // the first attempt is in flight while the webhook is turned off
-      return 200;
-    });
+    const receiver = await startHeldReceiver(); // the first attempt is in flight while the webhook is turned off
     const webhookId = await webhook(receiver.url, true);
     const deliveryId = randomUUID();
     await t.db.query("INSERT INTO webhook_deliveries (id, webhook_id, event, data) VALUES ($1, $2, 'user.login', '{}')", [deliveryId, webhookId]);
@@ -85,7 +80,7 @@ describe('deliveries of a webhook turned off while they were leased', () => {
       const webhooks = createWebhookService({ db: t.db, config, events: createOutbox() });
       await webhooks.setActive(webhookId, false, { via: 'admin_api', userId: null, username: 'an-admin' });
       expect((await state(deliveryId)).status, 'leased, so left to its dispatcher').toBe('pending');
-      answer();
+      receiver.open();
       await eventually(async () => !outage, 5_000, 'the failed record');
       await eventually(async () => (await state(deliveryId)).status === 'failed', LEASE_MS + 5_000, 'the delivery closed');
       expect(await state(deliveryId)).toStrictEqual({ status: 'failed', last_error: 'disabled by an-admin', leased: false });

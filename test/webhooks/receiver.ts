@@ -73,6 +73,21 @@ export async function startReceiver(respond: (r: Received, index: number) => num
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
+/**
+ * A receiver that holds its first `held` requests (each received at once) until `open()`, then
+ * answers them; every request is answered `status(index)`: an attempt kept in flight while the
+ * test changes what it concerns.
+ */
+export async function startHeldReceiver(held = 1, status: (index: number) => number = () => 200): Promise<Receiver & { open: () => void }> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const receiver = await startReceiver(async (_, index) => {
+    if (index < held) await gate;
+    return status(index);
+  });
+  return { ...receiver, open };
+}
+
 /** Headers of an administrator signed in through POST /api/login (bearer access token). */
 export async function adminHeaders(app: TestApp): Promise<Record<string, string>> {
   const admin = await makeUser(app, { role: 'admin' });

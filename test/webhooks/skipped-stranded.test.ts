@@ -6,7 +6,7 @@ import { createOutbox } from '../../src/webhooks/events.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
-import { eventually, sleep, startReceiver } from './receiver.ts';
+import { eventually, sleep, startHeldReceiver } from './receiver.ts';
 
 const patient = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_BACKOFF_MS: '100' });
 const logger = pino({ level: 'silent' });
@@ -21,17 +21,9 @@ describe('a webhook left out by a claim, when another webhook at its share has d
 
   const { issue, addWebhook, onlyWebhooks, deliveries } = dispatcherKit(() => t.db, 'review', patient);
 
-  /** Holds its first two requests until open(). */
-  async function heldTwice() {
-    let open!: () => void;
-    const gate = new Promise<void>((r) => (open = r));
-    const r = await startReceiver(async (_, i) => { if (i < 2) await gate; return 200; });
-    return { ...r, open };
-  }
-
   it('its deliveries left in the table are claimed once its attempts end', async () => {
-    const a = await heldTwice();
-    const c = await heldTwice();
+    const a = await startHeldReceiver(2);
+    const c = await startHeldReceiver(2);
     const [aId] = await onlyWebhooks([a.url]);
     await issue(createOutbox(), 5); // five for A in the table, unclaimed (no dispatcher in that process)
     await t.db.query("UPDATE webhooks SET events = '{user.logout}' WHERE id = $1", [aId]); // later tokens are for C only

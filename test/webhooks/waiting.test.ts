@@ -8,7 +8,7 @@ import { signBody } from '../../src/webhooks/verify.ts';
 import { createMigratedDatabase, TEST_ENV } from '../helpers/app.ts';
 import { insertUserAndClient } from '../helpers/factories.ts';
 import { dispatcherKit, NEVER } from './dispatcher-kit.ts';
-import { eventually, type Receiver, sleep, startReceiver } from './receiver.ts';
+import { eventually, sleep, startHeldReceiver, startReceiver } from './receiver.ts';
 
 const config = loadConfig({ ...TEST_ENV, WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_MS: '100' });
 /** For tests that hold an attempt open: attempts time out after 10 s, not 1 s. */
@@ -30,17 +30,8 @@ describe('deliveries waiting for a slot', () => {
   /** The only active webhooks from now on: these URLs, subscribed to user.login, signed with SECRET. */
   const webhooksFor = (...urls: string[]) => onlyWebhooks(urls, SECRET);
 
-  /** A receiver that holds its first request (received at once) until `open()`, answering it `status`; the others it answers 200 at once. */
-  async function heldReceiver(status = 200): Promise<Receiver & { open: () => void }> {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const receiver = await startReceiver(async (_, index) => {
-      if (index > 0) return 200;
-      await gate;
-      return status;
-    });
-    return { ...receiver, open };
-  }
+  /** A receiver that holds its first request until `open()`, answering it `status`; the others it answers 200 at once. */
+  const heldReceiver = (status = 200) => startHeldReceiver(1, (index) => (index === 0 ? status : 200));
 
   const logLines: string[] = [];
   const logger = pino({ level: 'warn' }, { write: (line: string) => logLines.push(line) });
