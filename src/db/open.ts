@@ -110,9 +110,16 @@ async function releaseLock(lockPath: string): Promise<void> {
   await unlink(lockPath).catch(() => {});
 }
 
-/** The pid a lock file names, or null when it names none. */
-async function pidIn(file: string): Promise<number | null> {
-  const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+/** The pid a lock file names, null when it names none, 'missing' when there is no such file. */
+async function pidIn(file: string): Promise<number | null | 'missing'> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    text = '';
+  }
+  const pid = Number.parseInt(text, 10);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
@@ -136,12 +143,17 @@ async function acquireLock(lockPath: string): Promise<number | null> {
       return null;
     }
     const pid = await pidIn(lockPath);
+    // gone meanwhile (given back, or removed by a takeover): try to create it again. Taken for a
+    // lock naming nobody, a lock found missing again under the takeover was removed, though
+    // another opener had created its own between that read and the unlink: two writers (seen
+    // on a busy machine)
+    if (pid === 'missing') continue;
     if (pid !== null && !isStale(pid, lockPath)) return pid;
     if (!createWhole(takeover, String(process.pid))) {
       // another opener is taking it over; one that died doing so leaves a takeover to remove
       // (this process holds a takeover only within one turn of this loop: its own pid there is left over too)
       const taker = await pidIn(takeover);
-      if (taker === null || taker === process.pid || !isAlive(taker)) await unlink(takeover).catch(() => {});
+      if (taker === null || taker === process.pid || (taker !== 'missing' && !isAlive(taker))) await unlink(takeover).catch(() => {});
       await sleep(20);
       continue;
     }
