@@ -65,6 +65,9 @@ export function weakSecretReason(secret: string): string | null {
   return null;
 }
 
+/** The embedded database's default shared_buffers: PGlite's own (128MB) is resident once filled, and a small service never needs it. */
+export const EMBEDDED_SHARED_BUFFERS = '16MB';
+
 /** Every configuration key of the service; `.env.example` mirrors this list. */
 export const configSchema = z.object({
   /** development | production | test; production turns on Secure cookies, the SSRF guard and requires JWT_SECRET. */
@@ -83,6 +86,11 @@ export const configSchema = z.object({
   DATABASE_STATEMENT_TIMEOUT: durationKey('10s', { minMs: 1000, maxMs: 3_600_000 }),
   /** Directory of the embedded database and the generated development JWT key. */
   DATA_DIR: z.string().min(1).default('./data'),
+  /**
+   * The embedded database's page cache (PostgreSQL's shared_buffers, `16MB`, `64MB`): resident
+   * once filled, for the life of the process (docs/memory.md). PGlite's own default is 128MB.
+   */
+  EMBEDDED_SHARED_BUFFERS: z.string().regex(/^[1-9]\d{0,5}(kB|MB|GB)$/, 'must be a size such as 16MB or 512kB').default(EMBEDDED_SHARED_BUFFERS),
   /** Redis URL; when set, rate-limit counters are shared between instances through it. */
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
   /** HMAC key for SSO and API tokens, at least 32 bytes; required in production, and there not weak and not SESSION_SECRET. */

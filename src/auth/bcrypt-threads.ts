@@ -55,13 +55,22 @@ interface Thread {
   tid: number | null;
   /** Why the thread failed, if it did (bcrypt could not be loaded, ...). */
   error: unknown;
+  /** Ends the thread once it has been idle for `idleMs`. */
+  idleTimer: NodeJS.Timeout | null;
 }
+
+/**
+ * How long a thread may stay idle before it ends. Each thread is a V8 isolate of its own
+ * (about 10 MiB resident): after a burst of sign-ins the threads it started would otherwise
+ * stay for the life of the process (docs/memory.md). The next operation starts one again.
+ */
+export const BCRYPT_THREAD_IDLE_MS = 30_000;
 
 /**
  * A pool of `size` bcrypt threads, started when first needed. At most `size` operations run at
  * once; the others wait their turn, in order. An idle thread does not keep the process alive.
  */
-export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
+export function createBcryptThreads(size: number, nice = BCRYPT_NICE, idleMs = BCRYPT_THREAD_IDLE_MS) {
   const bcryptPath = createRequire(import.meta.url).resolve('bcrypt');
   const threads = new Set<Thread>();
   const idle: Thread[] = [];
@@ -70,7 +79,7 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
 
   function start(): Thread {
     const worker = new Worker(THREAD_CODE, { eval: true, workerData: { bcrypt: bcryptPath, nice }, stdout: false });
-    const thread: Thread = { worker, running: null, tid: null, error: undefined };
+    const thread: Thread = { worker, running: null, tid: null, error: undefined, idleTimer: null };
     threads.add(thread);
     worker.on('message', (message: { tid: number | null; value?: unknown; error?: string }) => {
       thread.tid = message.tid;
@@ -101,18 +110,31 @@ export function createBcryptThreads(size: number, nice = BCRYPT_NICE) {
     thread.running = null;
     busy--;
     thread.worker.unref();
-    if (threads.has(thread)) idle.push(thread);
+    if (threads.has(thread)) {
+      idle.push(thread);
+      thread.idleTimer = setTimeout(() => {
+        retire(thread);
+        void thread.worker.terminate();
+      }, idleMs).unref();
+    }
     return running;
   }
 
   /** Takes a thread out of the pool: nothing more is given to it. */
   function retire(thread: Thread): void {
+    clearIdleTimer(thread);
     threads.delete(thread);
     const at = idle.indexOf(thread);
     if (at >= 0) idle.splice(at, 1);
   }
 
+  function clearIdleTimer(thread: Thread): void {
+    if (thread.idleTimer) clearTimeout(thread.idleTimer);
+    thread.idleTimer = null;
+  }
+
   function dispatch(thread: Thread, item: { job: Job } & Running): void {
+    clearIdleTimer(thread);
     busy++;
     thread.running = item;
     thread.worker.ref(); // a running operation keeps the process alive (an admin command waiting on a hash)

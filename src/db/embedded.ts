@@ -1,14 +1,51 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite';
+import { EMBEDDED_SHARED_BUFFERS } from '../config.ts';
 import type { Db, QueryResult } from './db.ts';
 import { runUnitOfWork } from './unit-of-work.ts';
+
+/** How much memory the embedded PostgreSQL may keep (docs/memory.md). */
+export interface EmbeddedMemory {
+  /** PostgreSQL's shared_buffers, e.g. `16MB`: the page cache inside PGlite's WebAssembly memory. */
+  sharedBuffers?: string;
+}
 
 /**
  * Opens PGlite (in memory when `dataDir` is undefined) behind the Db interface. PGlite has a
  * single connection and serializes statements itself; a transaction holds it until it ends.
+ *
+ * A WebAssembly memory only ever grows: whatever PGlite needed once stays resident for the
+ * life of the process. Creating a database (initdb) needs several hundred MiB, so a data
+ * directory that does not exist yet is created by a short-lived child process, and this
+ * process opens the finished one.
  */
-export async function openEmbedded(dataDir?: string): Promise<{ db: Db; pglite: PGlite }> {
-  const pglite = await PGlite.create(dataDir ? { dataDir } : {});
+export async function openEmbedded(dataDir?: string, memory: EmbeddedMemory = {}): Promise<{ db: Db; pglite: PGlite }> {
+  if (dataDir && !existsSync(`${dataDir}/PG_VERSION`)) await createDataDirInChild(dataDir);
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${memory.sharedBuffers ?? EMBEDDED_SHARED_BUFFERS}`];
+  const pglite = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams });
   return { db: embeddedDb(pglite), pglite };
+}
+
+const run = promisify(execFile);
+
+/**
+ * Creates a PGlite data directory in a child process, under a temporary name renamed into
+ * place once complete: a creation cut short leaves no half-made `dataDir` behind.
+ */
+async function createDataDirInChild(dataDir: string): Promise<void> {
+  const building = `${dataDir}.creating-${process.pid}`;
+  await rm(building, { recursive: true, force: true });
+  const code = 'const { PGlite } = await import(process.argv[1]); const p = await PGlite.create({ dataDir: process.argv[2] }); await p.close();';
+  try {
+    await run(process.execPath, ['--input-type=module', '-e', code, import.meta.resolve('@electric-sql/pglite'), building], { maxBuffer: 16 * 1024 * 1024 });
+    await rename(building, dataDir);
+  } catch (err) {
+    await rm(building, { recursive: true, force: true });
+    throw new Error(`Could not create the embedded database in ${dataDir}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`, { cause: err });
+  }
 }
 
 /** An open PGlite instance behind the Db interface (a clone of a migrated one, in the tests). */

@@ -42,7 +42,7 @@ export function describeDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR
  * or refuses (a second service): never two writers on one data directory.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_STATEMENT_TIMEOUT'>>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'> & Partial<Pick<Config, 'DATABASE_STATEMENT_TIMEOUT' | 'EMBEDDED_SHARED_BUFFERS'>>,
   options: { serve: boolean },
 ): Promise<Db> {
   if (config.DATABASE_URL) return openPostgres(config.DATABASE_URL, { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT });
@@ -68,7 +68,7 @@ export async function openDatabase(
   try {
     // PGlite (a WebAssembly PostgreSQL) is loaded only here: a service on PostgreSQL never loads it
     const { openEmbedded, socketFacade } = await import('./embedded.ts');
-    const { db, pglite } = await openEmbedded(paths.pgdata);
+    const { db, pglite } = await openEmbedded(paths.pgdata, { sharedBuffers: config.EMBEDDED_SHARED_BUFFERS });
     let server: PGLiteSocketServer | undefined;
     if (options.serve) {
       await unlink(paths.socket).catch(() => {});

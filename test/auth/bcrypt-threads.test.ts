@@ -27,6 +27,22 @@ describe('bcrypt threads', () => {
     expect(ids.map(niceOf)).toStrictEqual(ids.map(() => Math.min(19, own + BCRYPT_NICE)));
   });
 
+  it('ends a thread that has been idle, and starts one again for the next operation', async () => {
+    threads = createBcryptThreads(2, BCRYPT_NICE, 50);
+    await Promise.all([threads.hash('password', 4), threads.hash('password', 4)]);
+    expect(threads.threadIds()).toHaveLength(2);
+    await expect.poll(() => threads!.threadIds(), { timeout: 10_000, interval: 25 }).toStrictEqual([]);
+    expect(await threads.compare('password', await threads.hash('password', 4))).toBe(true);
+  });
+
+  it('keeps a thread that is given work before its idle time is out', async () => {
+    threads = createBcryptThreads(1, BCRYPT_NICE, 60_000);
+    await threads.hash('password', 4);
+    const [first] = threads.threadIds();
+    await threads.hash('password', 4);
+    expect(threads.threadIds()).toStrictEqual([first]);
+  });
+
   it('runs at most its size at once, in order, and answers each with its own result', async () => {
     threads = createBcryptThreads(2);
     const hash = await bcrypt.hash('right', 4);
