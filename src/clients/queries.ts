@@ -7,9 +7,18 @@ import type { ClientRecord } from './client.ts';
  * decided by the database's clock in the very statement that reads it, so every instance
  * stops accepting it at the same moment whatever its own clock says.
  */
-const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active,
+  redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri, created_at, updated_at, xmin::text AS version,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
+
+/** The OpenID Connect fields of a client (migrations/0024); `backchannelLogoutUri: null` removes it. */
+export interface OidcFields {
+  redirectUris?: string[];
+  postLogoutRedirectUris?: string[];
+  public?: boolean;
+  backchannelLogoutUri?: string | null;
+}
 
 /**
  * The client with this id, or null. With `lock`, its row is held against other writers until
@@ -33,12 +42,14 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
 
 export async function insertClient(
   q: Queryable,
-  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null },
+  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null } & OidcFields,
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url,
+       redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null,
+      c.redirectUris ?? [], c.postLogoutRedirectUris ?? [], c.public ?? false, c.backchannelLogoutUri ?? null],
   );
   return r.rows[0];
 }
@@ -68,7 +79,7 @@ export async function updateClientSecret(
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null } & OidcFields,
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -77,10 +88,15 @@ export async function updateClient(
        allowed_ips = COALESCE($4::text[], allowed_ips),
        active = COALESCE($5, active),
        logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
+       redirect_uris = COALESCE($8::text[], redirect_uris),
+       post_logout_redirect_uris = COALESCE($9::text[], post_logout_redirect_uris),
+       public = COALESCE($10::boolean, public),
+       backchannel_logout_uri = CASE WHEN $11::boolean THEN $12::text ELSE backchannel_logout_uri END,
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
     [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
-      patch.logoUrl !== undefined, patch.logoUrl ?? null],
+      patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.redirectUris ?? null, patch.postLogoutRedirectUris ?? null,
+      patch.public ?? null, patch.backchannelLogoutUri !== undefined, patch.backchannelLogoutUri ?? null],
   );
   return r.rows[0] ?? null;
 }

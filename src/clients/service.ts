@@ -8,15 +8,21 @@ import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, s
 import { createLookupLoader } from '../db/batch.ts';
 import { isUniqueViolation } from '../db/db.ts';
 import { createClientCache } from './cache.ts';
-import { findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
+import { findClient, findClients, insertClient, listClients, type OidcFields, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 import type { ClientRecord } from './client.ts';
 
 /** A client as shown to administrators: the secret masked. */
 export interface PublicClient {
   client_id: string;
   client_name: string;
-  client_secret: string;
+  /** Masked; absent for a public client, which has none. */
+  client_secret?: string;
   callback_url: string;
+  /** OpenID Connect: more redirect URIs, post-logout redirect URIs, public client, back-channel logout URI. */
+  redirect_uris: string[];
+  post_logout_redirect_uris: string[];
+  public: boolean;
+  backchannel_logout_uri: string | null;
   allowed_ips: string[];
   logo_url: string | null;
   active: boolean;
@@ -30,8 +36,12 @@ export function toPublicClient(c: ClientRecord): PublicClient {
   return {
     client_id: c.client_id,
     client_name: c.client_name,
-    client_secret: maskSecret(c.secret_last4),
+    ...(c.public ? {} : { client_secret: maskSecret(c.secret_last4) }),
     callback_url: c.callback_url,
+    redirect_uris: c.redirect_uris,
+    post_logout_redirect_uris: c.post_logout_redirect_uris,
+    public: c.public,
+    backchannel_logout_uri: c.backchannel_logout_uri,
     allowed_ips: c.allowed_ips,
     logo_url: c.logo_url ?? null,
     active: c.active,
@@ -69,6 +79,37 @@ export function checkCallbackUrl(raw: string, options: { production?: boolean } 
     throw new AppError(400, 'invalid_callback_url', 'callback_url must use https: the token travels in its query string');
   }
   return url.toString();
+}
+
+/**
+ * The OpenID Connect fields as given, each URL checked as a callback URL is (absolute http(s),
+ * no fragment, https in production but on loopback); a public client has no allow list.
+ */
+export function checkOidcFields(input: OidcFields, options: { production: boolean; allowedIps?: string[] }): OidcFields {
+  const urls = (list: string[] | undefined, field: string) => {
+    if (list === undefined) return undefined;
+    if (list.length > 20) throw new AppError(400, 'invalid_redirect_uri', `${field}: at most 20 URLs`);
+    return [...new Set(list.map((u) => {
+      try {
+        return checkCallbackUrl(u, options);
+      } catch (err) {
+        if (err instanceof AppError) throw new AppError(400, 'invalid_redirect_uri', `${field}: ${err.message.replace(/^callback_url/, JSON.stringify(u))}`);
+        throw err;
+      }
+    }))];
+  };
+  const out: OidcFields = {
+    redirectUris: urls(input.redirectUris, 'redirect_uris'),
+    postLogoutRedirectUris: urls(input.postLogoutRedirectUris, 'post_logout_redirect_uris'),
+    public: input.public,
+    backchannelLogoutUri: input.backchannelLogoutUri === undefined || input.backchannelLogoutUri === null || input.backchannelLogoutUri === ''
+      ? (input.backchannelLogoutUri === undefined ? undefined : null)
+      : urls([input.backchannelLogoutUri], 'backchannel_logout_uri')![0],
+  };
+  if (input.public && options.allowedIps && options.allowedIps.length > 0) {
+    throw new AppError(400, 'invalid_allowed_ips', 'A public client (a browser or native app, no secret) has no IP allow list');
+  }
+  return out;
 }
 
 /** A client logo as given (blank: none), or 400 invalid_logo_url naming what is accepted. */
@@ -140,11 +181,12 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
     async createClient(
-      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null },
+      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null } & OidcFields,
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
+      const oidc = checkOidcFields(input, { production, allowedIps });
       const logoUrl = checkLogoUrl(input.logoUrl);
       if (input.clientId !== undefined && !CLIENT_ID.test(input.clientId)) {
         throw new AppError(400, 'invalid_client_id', 'client_id must be 3-64 lower-case letters, digits, _ or -, starting with a letter or digit');
@@ -164,6 +206,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
           callbackUrl,
           allowedIps,
           logoUrl,
+          ...oidc,
         });
         events.written(tx); // client.registered, by the trigger
         return created;
@@ -171,6 +214,9 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         if (isUniqueViolation(err)) throw exists(); // created by another request since the check
         throw err;
       }));
+      // A public client has no secret: the hash stored is of one nobody is shown (the command
+      // line, the API and the panel leave it out for a public client); OpenID Connect
+      // authenticates it by nothing but PKCE.
       return { client, secret };
     },
 
@@ -204,11 +250,12 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
     /** Changes name, callback URL, allow list or active flag of a client. */
     async updateClient(
       clientId: string,
-      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null },
+      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null } & OidcFields,
       actor: Actor,
       shown?: ShownClient,
     ): Promise<ClientRecord> {
       const changes = {
+        ...checkOidcFields(patch, { production, allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch) }),
         clientName: patch.clientName,
         callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl, { production }),
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),

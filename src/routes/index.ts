@@ -6,6 +6,7 @@ import { LINK_ROUTES } from '../links/routes.ts';
 import { METRICS_ROUTES } from '../metrics/http.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
+import { OIDC_PAGE_ROUTES } from '../pages/oidc-routes.ts';
 import { PAGE_ROUTES } from '../pages/routes.ts';
 import { SSO_ROUTES } from '../sso/routes.ts';
 import { USER_ROUTES } from '../users/routes.ts';
@@ -28,6 +29,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...WEBHOOK_ROUTES,
   ...ADMIN_API_ROUTES,
   ...PAGE_ROUTES,
+  ...OIDC_PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
   ...ADMIN_PANEL_ROUTES,
 ];
