@@ -24,6 +24,12 @@ export const createClientSchema = z.object({
   allow_everything: z.boolean().optional(),
   /** Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL. */
   logo_url: logoUrl.optional(),
+  /** OpenID Connect (docs/openid-connect.md): redirect URIs besides callback_url. */
+  redirect_uris: z.array(url).max(20).optional(),
+  post_logout_redirect_uris: z.array(url).max(20).optional(),
+  backchannel_logout_uri: url.nullable().optional(),
+  /** A public client (no secret, PKCE required, no allow list). */
+  public: z.boolean().optional(),
 }).strict();
 
 /**
@@ -43,6 +49,10 @@ export const updateClientSchema = z.object({
   allow_everything: z.boolean().optional(),
   /** null (or "") removes the logo. */
   logo_url: logoUrl.nullable().optional(),
+  /** OpenID Connect (docs/openid-connect.md): redirect URIs besides callback_url. */
+  redirect_uris: z.array(url).max(20).optional(),
+  post_logout_redirect_uris: z.array(url).max(20).optional(),
+  backchannel_logout_uri: url.nullable().optional(),
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
 const email = str(254).trim();

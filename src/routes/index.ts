@@ -4,6 +4,7 @@ import { AUTH_ROUTES } from '../auth/routes.ts';
 import { HEALTH_ROUTES } from '../health/routes.ts';
 import { LINK_ROUTES } from '../links/routes.ts';
 import { METRICS_ROUTES } from '../metrics/http.ts';
+import { OIDC_ROUTES } from '../oidc/routes.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
 import { OIDC_PAGE_ROUTES } from '../pages/oidc-routes.ts';
@@ -23,6 +24,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...METRICS_ROUTES,
   ...OPENAPI_ROUTES,
   ...SSO_ROUTES,
+  ...OIDC_ROUTES,
   ...LINK_ROUTES,
   ...AUTH_ROUTES,
   ...USER_ROUTES,
