@@ -62,6 +62,10 @@ function kinds(config: PruneConfig): Kind[] {
     // minutes later (an instance whose clock is behind the database's still honours exp until then).
     { tables: ['revoked_access_tokens'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
       batch: (q, a, n, after) => deleteBatch(q, 'revoked_access_tokens', a, n, after), count: (q, a) => countPrunable(q, 'revoked_access_tokens', a) },
+    // OpenID Connect artefacts past their expiry are never read (src/oidc/queries.ts): they go
+    // five minutes later, as revoked access tokens do (an instance whose clock is behind).
+    { tables: ['oidc_artefacts'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
+      batch: (q, a, n, after) => deleteBatch(q, 'oidc_artefacts', a, n, after), count: (q, a) => countPrunable(q, 'oidc_artefacts', a) },
   ];
 }
 

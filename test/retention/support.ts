@@ -14,7 +14,7 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, oidc_artefacts: 1,
 };
 
 /**
@@ -81,6 +81,12 @@ export async function seed(app: TestApp): Promise<Seeded> {
     return jti;
   };
 
+  const artefact = async (expiresIn: string) => {
+    const pk = `RefreshToken:${randomUUID()}`;
+    await db.query(`INSERT INTO oidc_artefacts (pk, model, payload, account_id, expires_at) VALUES ($1, 'RefreshToken', '{}', $2, now() + $3::interval)`, [pk, String(user.id), expiresIn]);
+    return pk;
+  };
+
   const gone = {
     sso_tokens: [
       await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified'),
@@ -91,6 +97,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     login_attempts: [await login('31 days', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
     revoked_access_tokens: [await revoked('-10 minutes')],
+    oidc_artefacts: [await artefact('-10 minutes')],
   };
   const kept = {
     sso_tokens: [
@@ -107,6 +114,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     sessions: [await session('1 hour')],
     // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
+    oidc_artefacts: [await artefact('10 minutes'), await artefact('-1 minute')],
   };
   return { gone, kept };
 }
@@ -118,6 +126,7 @@ const KEYS: Record<string, [string, string]> = {
   login_attempts: ['login_attempts', 'login'],
   sessions: ['sessions', 'sid'],
   revoked_access_tokens: ['revoked_access_tokens', 'jti'],
+  oidc_artefacts: ['oidc_artefacts', 'pk'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */
