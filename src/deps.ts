@@ -10,6 +10,7 @@ import { createMailer } from './mail/mailer.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
+import { createPasskeyService } from './passkeys/service.ts';
 import { createOutbox, type EventOutbox } from './webhooks/events.ts';
 import { createWebhookService } from './webhooks/service.ts';
 
@@ -39,6 +40,7 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
     mailer,
     passwords: createPasswordService({ ...deps, auth, mailer }),
     sessions: createSessionService(deps),
+    passkeys: createPasskeyService(deps, auth),
   };
 }
 
