@@ -6,7 +6,7 @@ import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { sendToClient } from './login.ts';
+import { sendToClient } from './sign-in-completion.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';

@@ -1,19 +1,21 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { lockWarning, PasswordChangeRequired } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
-import { beginPasswordChange, endSession, establishSession, signOutPreviousUser } from '../auth/session.ts';
+import { beginPasswordChange, endSession, signOutPreviousUser } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
-import { callbackWithToken } from '../clients/callback.ts';
-import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
+import type { PasskeyService } from '../passkeys/service.ts';
+import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from './logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
 import { loginFormSchema } from './schemas.ts';
+import { completeSignIn, continueSignedIn } from './sign-in-completion.ts';
+import { passkeyAssertion } from './passkey-form.ts';
 
 /** The messages of the sign-in page. One generic message for every wrong login or password. */
 const MESSAGES = {
@@ -24,6 +26,7 @@ const MESSAGES = {
   expired: 'Your sign-in took too long. Please enter your username and password again.',
   missingFields: 'Enter your username and password.',
   missingCode: 'Enter the code from your authenticator app.',
+  passkeyRefused: 'That passkey could not be used to sign in. Try again, or sign in with your username and password.',
 };
 
 function requestContext(req: Request) {
@@ -65,57 +68,15 @@ function renderLogin(
   });
 }
 
-/**
- * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
- * its registered callback (never a URL from the request). A browser whose session ended
- * while the token was being issued (signed out in another tab, or everywhere) gets no
- * token: it goes to the sign-in page for that client system instead.
- */
-export async function sendToClient(
-  req: Request,
-  res: Response,
-  sso: Pick<SsoService, 'issueForUser'>,
-  client: ClientRecord,
-  user: UserRecord,
-  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string },
-): Promise<void> {
-  let token: string;
-  try {
-    ({ token } = await sso.issueForUser(client, user, {
-      ...requestContext(req),
-      flow: options.flow,
-      twoFactorUsed: options.twoFactorUsed,
-      claimUsername: options.claimUsername,
-      // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
-      sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
-    }));
-  } catch (err) {
-    if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
-    return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
-  }
-  // the token is in the URL: no cache may keep this answer, no Referer may carry it on
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.redirect(303, callbackWithToken(client.callback_url, token, options.state));
-}
-
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
-export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
-  const { auth, sso } = deps;
-
-  async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
-    if (target.kind === 'client') {
-      await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser' });
-    } else {
-      res.redirect(303, target.next);
-    }
-  }
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService; passkeys: Pick<PasskeyService, 'signIn'> }) {
+  const { auth, sso, passkeys } = deps;
 
   /** The form, unless this browser is signed in already: then on at once (single sign-on). */
   const show: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const user = res.locals.authMethod === 'session' ? (res.locals.user as UserRecord | undefined) : undefined;
-    if (user) return continueSignedIn(req, res, target, user, req.session.twoFactorUsed === true);
+    if (user) return continueSignedIn(req, res, sso, target, user, req.session.twoFactorUsed === true);
     renderLogin(req, res, target, { step: 'password' });
   };
 
@@ -146,7 +107,10 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
     const form = input(res, loginFormSchema);
     const ctx = { ...requestContext(req), via: 'page' as const };
     let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
-    if (form.step === 'password') {
+    if (form.step === 'passkey') {
+      // a user-verified passkey is both factors: no code is asked for (src/passkeys/service.ts)
+      result = await passkeys.signIn(passkeyAssertion(form.passkey), ctx);
+    } else if (form.step === 'password') {
       try {
         result = await auth.login({ login: form.login, password: form.password, ...ctx });
       } catch (err) {
@@ -162,9 +126,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       }
       result = await auth.login({ login: pending.login, password: pending.password, totp: form.code, ...ctx });
     }
-    await signOutPreviousUser(req, auth, result.user, ctx);
-    await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed, credentialsVersion: result.credentialsVersion });
-    await continueSignedIn(req, res, target, result.user, result.twoFactorUsed);
+    await completeSignIn(req, res, { auth, sso }, target, result);
   };
 
   /**
@@ -190,13 +152,16 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
     const warning = lockWarning(err);
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
+      case 'passkey_refused': return again(MESSAGES.passkeyRefused + warning, false);
       case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
       case 'totp_reused': return again(MESSAGES.reusedCode + warning, true);
       // the service words both: "now locked for 30 minutes" on the locking attempt, "try again in N" later
       case 'account_locked': return again(err.message, false);
       case 'rate_limited': return again(MESSAGES.rateLimited, true);
       case 'invalid_csrf_token': return again(err.message, false);
-      case 'validation_error': return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);
+      case 'validation_error':
+        if (body.step === 'passkey') return again(MESSAGES.passkeyRefused, false);
+        return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);
       default: return next(err);
     }
   };

@@ -62,6 +62,9 @@ function kinds(config: PruneConfig): Kind[] {
     // minutes later (an instance whose clock is behind the database's still honours exp until then).
     { tables: ['revoked_access_tokens'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
       batch: (q, a, n, after) => deleteBatch(q, 'revoked_access_tokens', a, n, after), count: (q, a) => countPrunable(q, 'revoked_access_tokens', a) },
+    // Passkey challenges that expired unused (a ceremony given up) are worthless: they go at once.
+    { tables: ['webauthn_challenges'], ageSeconds: 0,
+      batch: (q, a, n, after) => deleteBatch(q, 'webauthn_challenges', a, n, after), count: (q, a) => countPrunable(q, 'webauthn_challenges', a) },
   ];
 }
 

@@ -14,7 +14,7 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, webauthn_challenges: 1,
 };
 
 /**
@@ -81,6 +81,15 @@ export async function seed(app: TestApp): Promise<Seeded> {
     return jti;
   };
 
+  // a passkey ceremony's challenge (migrations/0026): worthless once expired
+  const challenge = async (expiresIn: string) => {
+    const value = randomUUID().replaceAll('-', '') + randomUUID().replaceAll('-', '');
+    await db.query(
+      `INSERT INTO webauthn_challenges (challenge, purpose, created_at, expires_at)
+       VALUES ($1, 'authentication', now() + $2::interval - interval '5 minutes', now() + $2::interval)`, [value, expiresIn]);
+    return value;
+  };
+
   const gone = {
     sso_tokens: [
       await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified'),
@@ -91,6 +100,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     login_attempts: [await login('31 days', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
     revoked_access_tokens: [await revoked('-10 minutes')],
+    webauthn_challenges: [await challenge('-1 minute')],
   };
   const kept = {
     sso_tokens: [
@@ -107,6 +117,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     sessions: [await session('1 hour')],
     // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
+    webauthn_challenges: [await challenge('4 minutes')],
   };
   return { gone, kept };
 }
@@ -118,6 +129,7 @@ const KEYS: Record<string, [string, string]> = {
   login_attempts: ['login_attempts', 'login'],
   sessions: ['sessions', 'sid'],
   revoked_access_tokens: ['revoked_access_tokens', 'jti'],
+  webauthn_challenges: ['webauthn_challenges', 'challenge'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */

@@ -1,0 +1,85 @@
+import type { Request, Response } from 'express';
+import type { AuthChannel, AuthService } from '../auth/service.ts';
+import { establishSession, signOutPreviousUser } from '../auth/session.ts';
+import { callbackWithToken } from '../clients/callback.ts';
+import type { ClientRecord } from '../clients/client.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
+import type { UserRecord } from '../users/user.ts';
+import { type LoginTarget, restartUrl } from './login-target.ts';
+
+/** A sign-in whose checks passed: by password (and code), by passkey, or by any other method. */
+export interface CompletedSignIn {
+  user: UserRecord;
+  /** Both factors were proven (a TOTP code, or a user-verified passkey): the session and user.login say so. */
+  twoFactorUsed: boolean;
+  /** The version of the credentials the sign-in saw (the session carries it). */
+  credentialsVersion: string;
+}
+
+function requestContext(req: Request) {
+  return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
+}
+
+/**
+ * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
+ * its registered callback (never a URL from the request). A browser whose session ended
+ * while the token was being issued (signed out in another tab, or everywhere) gets no
+ * token: it goes to the sign-in page for that client system instead.
+ */
+export async function sendToClient(
+  req: Request,
+  res: Response,
+  sso: Pick<SsoService, 'issueForUser'>,
+  client: ClientRecord,
+  user: UserRecord,
+  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string },
+): Promise<void> {
+  let token: string;
+  try {
+    ({ token } = await sso.issueForUser(client, user, {
+      ...requestContext(req),
+      flow: options.flow,
+      twoFactorUsed: options.twoFactorUsed,
+      claimUsername: options.claimUsername,
+      // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
+      sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
+    }));
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
+    return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
+  }
+  // the token is in the URL: no cache may keep this answer, no Referer may carry it on
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.redirect(303, callbackWithToken(client.callback_url, token, options.state));
+}
+
+/** Where a signed-in browser goes from the sign-in page: a client system's callback with a token, or a page of this service. */
+export async function continueSignedIn(
+  req: Request, res: Response, sso: Pick<SsoService, 'issueForUser'>, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean,
+): Promise<void> {
+  if (target.kind === 'client') {
+    await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser' });
+  } else {
+    res.redirect(303, target.next);
+  }
+}
+
+/**
+ * The end of every sign-in on the sign-in page, whatever proved who the user is (password
+ * and code, passkey; any later method calls this too): whoever was signed in on this browser
+ * before is signed out, a new session is made (a new id: session fixation), and the browser
+ * goes on to the target, for a client system with a fresh single-use token. The checks
+ * (lock, active flag, audit, user.login) are the method's own, done before this.
+ */
+export async function completeSignIn(
+  req: Request, res: Response, deps: { auth: Pick<AuthService, 'logoutUser'>; sso: Pick<SsoService, 'issueForUser'> },
+  target: LoginTarget, signedIn: CompletedSignIn, via: AuthChannel = 'page',
+): Promise<void> {
+  const ctx = { ...requestContext(req), via };
+  await signOutPreviousUser(req, deps.auth, signedIn.user, ctx);
+  await establishSession(req, signedIn.user, { twoFactorUsed: signedIn.twoFactorUsed, credentialsVersion: signedIn.credentialsVersion });
+  await continueSignedIn(req, res, deps.sso, target, signedIn.user, signedIn.twoFactorUsed);
+}
