@@ -1,3 +1,4 @@
+import { createAccessService } from './access/service.ts';
 import { createUserAdmin } from './admin/users.ts';
 import { createAuditLog } from './audit/service.ts';
 import { createPasswordService } from './auth/password-service.ts';
@@ -39,6 +40,7 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
     mailer,
     passwords: createPasswordService({ ...deps, auth, mailer }),
     sessions: createSessionService(deps),
+    access: createAccessService(deps),
   };
 }
 

@@ -8,6 +8,7 @@ import type { ClientRecord } from './client.ts';
  * stops accepting it at the same moment whatever its own clock says.
  */
 const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
+  allow_groups, allow_roles, listed,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
@@ -31,14 +32,21 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
   return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients ORDER BY created_at, client_id`)).rows;
 }
 
+/** A client's access rule and listing, as written (undefined: unchanged; docs/access.md). */
+export interface AccessPatch {
+  allowGroups?: string[];
+  allowRoles?: string[];
+  listed?: boolean;
+}
+
 export async function insertClient(
   q: Queryable,
-  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null },
+  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null } & AccessPatch,
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, allow_groups, allow_roles, listed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::text[], '{}'), COALESCE($9::text[], '{}'), COALESCE($10::boolean, true)) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null, c.allowGroups ?? null, c.allowRoles ?? null, c.listed ?? null],
   );
   return r.rows[0];
 }
@@ -68,7 +76,7 @@ export async function updateClientSecret(
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null } & AccessPatch,
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -77,10 +85,13 @@ export async function updateClient(
        allowed_ips = COALESCE($4::text[], allowed_ips),
        active = COALESCE($5, active),
        logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
+       allow_groups = COALESCE($8::text[], allow_groups),
+       allow_roles = COALESCE($9::text[], allow_roles),
+       listed = COALESCE($10::boolean, listed),
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
     [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
-      patch.logoUrl !== undefined, patch.logoUrl ?? null],
+      patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.allowGroups ?? null, patch.allowRoles ?? null, patch.listed ?? null],
   );
   return r.rows[0] ?? null;
 }

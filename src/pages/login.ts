@@ -7,7 +7,7 @@ import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { callbackWithToken } from '../clients/callback.ts';
-import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
+import { ACCESS_DENIED, SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from './logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
@@ -66,6 +66,14 @@ function renderLogin(
 }
 
 /**
+ * The page for a user a client system's access rule refuses (docs/access.md): 403, no token,
+ * no redirect; the refusal is audited where it was decided.
+ */
+export function renderNoAccess(req: Request, res: Response, client: Pick<ClientRecord, 'client_name'>, username?: string): void {
+  renderPage(req, res, 'no-access', { clientName: client.client_name, username: username ?? null }, { status: 403, csrf: false });
+}
+
+/**
  * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
  * its registered callback (never a URL from the request). A browser whose session ended
  * while the token was being issued (signed out in another tab, or everywhere) gets no
@@ -90,6 +98,7 @@ export async function sendToClient(
       sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
     }));
   } catch (err) {
+    if (err instanceof AppError && err.code === ACCESS_DENIED) return renderNoAccess(req, res, client, user.username);
     if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
     return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
   }
@@ -144,7 +153,8 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
   const submitSteps: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const form = input(res, loginFormSchema);
-    const ctx = { ...requestContext(req), via: 'page' as const };
+    // a client system's sign-in is refused, once the credentials are right, to a user its rule does not admit
+    const ctx = { ...requestContext(req), via: 'page' as const, ...(target.kind === 'client' ? { forClient: target.client } : {}) };
     let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
     if (form.step === 'password') {
       try {
@@ -188,6 +198,10 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
     };
     // the attempt before the lock says so: the same for unknown names, whose counter runs too
     const warning = lockWarning(err);
+    if (err.code === ACCESS_DENIED && target.kind === 'client') {
+      forgetPendingLogin(req);
+      return renderNoAccess(req, res, target.client, login);
+    }
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
       case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
