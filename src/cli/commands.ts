@@ -9,6 +9,7 @@ import { normalizeUsername } from '../users/username.ts';
 import { demoBanner, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
+import { ACCESS_USAGE, accessOptions, ruleText, runAccessCommand } from './access-commands.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -32,8 +33,13 @@ export interface ParsedArgs {
 export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s admin -- <command> [--json])
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--allow-everything] [--id CLIENT_ID]
+                 [--allow-group GROUP]... [--allow-role ROLE]... [--listed true|false]
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
   client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]
+                 [--allow-group GROUP]... [--allow-role ROLE]... | [--open-to-all]  [--listed true|false]
+                             who may use it (docs/access.md): each list given replaces that list;
+                             --open-to-all clears both (every active user); --listed false hides
+                             it from the dashboard's launcher
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
   client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
                              is admitted); 0.0.0.0/0 or ::/0 needs --allow-everything
@@ -43,6 +49,7 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
                              set a password (the policy applies); signs the user out everywhere
   user set-active USERNAME true|false
   user unlock USERNAME
+${ACCESS_USAGE}
   link list [--status pending|active] [--client CLIENT_ID]
   link approve USERNAME CLIENT_ID [--name NAME]
                              prove a user's pending dashboard link: its name goes into tokens
@@ -60,7 +67,7 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
  */
 export function readOnlyCommand(args: ParsedArgs): boolean {
   const key = args.words.slice(0, 2).join(' ');
-  return key === 'client list' || key === 'link list' || (key === 'prune' && args.options['dry-run'] === true);
+  return key === 'client list' || key === 'link list' || key === 'group list' || (key === 'prune' && args.options['dry-run'] === true);
 }
 
 function required(args: ParsedArgs, name: string): string {
@@ -98,6 +105,8 @@ export function offlineCommand(args: ParsedArgs): CommandResult | null {
 
 /** Runs one admin command against the services. Throws AppError for bad input. */
 export async function runCommand(services: Services, args: ParsedArgs): Promise<CommandResult> {
+  const access = await runAccessCommand(services, args);
+  if (access) return access;
   const [group, action, ...rest] = args.words;
   const key = `${group ?? ''} ${action ?? ''}`.trim();
   switch (key) {
@@ -109,16 +118,21 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
           allowedIps: list(args.options['allow-ip']),
           clientId: typeof args.options.id === 'string' ? args.options.id : undefined,
           allowEverything: args.options['allow-everything'] === true,
+          ...accessOptions(args),
         },
         ACTOR,
       );
-      const json = { client_id: client.client_id, client_secret: secret, client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips };
+      const json = {
+        client_id: client.client_id, client_secret: secret, client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips,
+        allow_groups: client.allow_groups, allow_roles: client.allow_roles, listed: client.listed,
+      };
       return {
         json,
         text: [
           `Created client ${client.client_id} (${client.client_name})`,
           `  callback_url:  ${client.callback_url}`,
           `  allowed_ips:   ${client.allowed_ips.join(', ') || '(none: every caller is refused until you add one)'}`,
+          `  may be used by: ${ruleText(client)}`,
           `  client_secret: ${secret}`,
           '',
           'Store the secret now: it is shown only this once.',
@@ -153,6 +167,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         clientName: typeof args.options.name === 'string' ? args.options.name.trim() : undefined,
         callbackUrl: typeof args.options['callback-url'] === 'string' ? args.options['callback-url'].trim() : undefined,
         active: active === undefined ? undefined : active === 'true',
+        ...accessOptions(args),
       };
       if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--active true|false] (at least one)');
       if (patch.clientName !== undefined && (patch.clientName === '' || patch.clientName.length > 200)) {
@@ -161,14 +176,14 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       const client = toPublicClient(await services.clients.updateClient(clientId, patch, ACTOR));
       return {
         json: client,
-        text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`,
+        text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}; may be used by ${ruleText(client)}`,
       };
     }
     case 'client list': {
       const clients = (await services.clients.listClients()).map(toPublicClient);
       const text = clients.length === 0
         ? 'No client systems.'
-        : clients.map((c) => `${c.client_id}\t${c.client_name}\t${c.client_secret}\t${c.active ? 'active' : 'inactive'}\t${c.allowed_ips.join(',')}\t${c.callback_url}`).join('\n');
+        : clients.map((c) => `${c.client_id}\t${c.client_name}\t${c.client_secret}\t${c.active ? 'active' : 'inactive'}\t${c.allowed_ips.join(',')}\t${c.callback_url}\t${ruleText(c)}`).join('\n');
       return { json: clients, text };
     }
     case 'user create': {

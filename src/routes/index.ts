@@ -1,3 +1,4 @@
+import { ACCESS_ADMIN_ROUTES } from '../admin/access-routes.ts';
 import { ADMIN_API_ROUTES } from '../admin/api-routes.ts';
 import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
 import { AUTH_ROUTES } from '../auth/routes.ts';
@@ -27,6 +28,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...USER_ROUTES,
   ...WEBHOOK_ROUTES,
   ...ADMIN_API_ROUTES,
+  ...ACCESS_ADMIN_ROUTES,
   ...PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
   ...ADMIN_PANEL_ROUTES,
