@@ -12,6 +12,7 @@ import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { startPruner } from './retention/pruner.ts';
+import { seedOnStart } from './seeds/start.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKeys } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
@@ -65,8 +66,10 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   // A dropped table or a user that may only read stops the start here, with one line naming
   // what is missing, instead of a ready service answering 500s.
   await assertSchemaUsable(db);
+  // SEED_ON_START: the files applied before the instance is ready; refused, it stays unready
+  const readiness = { reason: await seedOnStart(db, config, logger) };
   const signingKeys = await loadSigningKeys(config);
-  const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
+  const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }), readiness });
   const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
   // Workers that carry on what requests started (webhook deliveries handed over by a commit,
