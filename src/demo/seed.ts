@@ -1,9 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
-import type { Services } from '../deps.ts';
+import type { ClientService } from '../clients/service.ts';
+import type { Deps } from '../context.ts';
+import type { UserService } from '../users/service.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import { saveDemoCredentials } from './credentials.ts';
+
+/** What the demo is made with: the client and user services (src/deps.ts builds them). */
+export interface DemoServices {
+  clients: ClientService;
+  users: UserService;
+  deps: Pick<Deps, 'config' | 'db'>;
+}
 
 export const DEMO_CLIENT_ID = 'demo';
 export const DEMO_CLIENT_NAME = 'Demo client system';
@@ -38,7 +47,7 @@ function demoPassword(): string {
  * a user `demo` with a new random password. Running it again rotates the demo client's
  * secret and the demo user's password. Exported for `npm run admin -- demo`.
  */
-export async function seedDemo(services: Services, options: { baseUrl: string; dataDir?: string }): Promise<DemoSeedResult> {
+export async function seedDemo(services: DemoServices, options: { baseUrl: string; dataDir?: string }): Promise<DemoSeedResult> {
   const { clients, users, deps } = services;
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const dataDir = options.dataDir ?? deps.config.DATA_DIR;
@@ -92,7 +101,7 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
  * nothing. Never on PostgreSQL: there `npm run admin -- demo` asks for it explicitly.
  */
 export async function seedDemoOnFirstStart(
-  services: Services,
+  services: DemoServices,
   config: Pick<Config, 'DATABASE_URL' | 'NODE_ENV' | 'DATA_DIR'>,
   baseUrl: string,
 ): Promise<DemoSeedResult | null> {

@@ -9,7 +9,7 @@ import { input } from '../http/validate.ts';
 import { callbackWithToken } from '../clients/callback.ts';
 import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { logoUrlProblem } from './logo-url.ts';
+import { logoUrlProblem } from '../validation/logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
