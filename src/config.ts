@@ -88,7 +88,7 @@ export const configSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   /**
    * The embedded database's page cache (PostgreSQL's shared_buffers, `16MB`, `64MB`): resident
-   * once filled, for the life of the process (docs/memory.md). PGlite's own default is 128MB.
+   * once filled, for the life of the process (README, Configuration: EMBEDDED_SHARED_BUFFERS). PGlite's own default is 128MB.
    */
   EMBEDDED_SHARED_BUFFERS: z.string().regex(/^[1-9]\d{0,5}(kB|MB|GB)$/, 'must be a size such as 16MB or 512kB').default(EMBEDDED_SHARED_BUFFERS),
   /** Redis URL; when set, rate-limit counters are shared between instances through it. */

@@ -62,7 +62,7 @@ interface Thread {
 /**
  * How long a thread may stay idle before it ends. Each thread is a V8 isolate of its own
  * (about 10 MiB resident): after a burst of sign-ins the threads it started would otherwise
- * stay for the life of the process (docs/memory.md). The next operation starts one again.
+ * stay for the life of the process. The next operation starts one again.
  */
 export const BCRYPT_THREAD_IDLE_MS = 30_000;
 

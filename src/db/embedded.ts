@@ -7,7 +7,7 @@ import { EMBEDDED_SHARED_BUFFERS } from '../config.ts';
 import type { Db, QueryResult } from './db.ts';
 import { runUnitOfWork } from './unit-of-work.ts';
 
-/** How much memory the embedded PostgreSQL may keep (docs/memory.md). */
+/** How much memory the embedded PostgreSQL may keep (README, Configuration: EMBEDDED_SHARED_BUFFERS). */
 export interface EmbeddedMemory {
   /** PostgreSQL's shared_buffers, e.g. `16MB`: the page cache inside PGlite's WebAssembly memory. */
   sharedBuffers?: string;

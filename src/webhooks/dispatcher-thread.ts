@@ -7,7 +7,7 @@ import { deliveryLeaseMs, type Worker } from './dispatcher.ts';
 import { dispatcherThreadEntry } from './thread-entry.ts';
 import { THREAD_STOP_MS } from '../stop-budget.ts';
 
-/** The dispatcher thread's young generation, in MiB (docs/memory.md). */
+/** The dispatcher thread's young generation, in MiB. */
 const DISPATCHER_YOUNG_GENERATION_MB = 4;
 
 /** Pause before a thread that died is started again. */
