@@ -2,6 +2,7 @@ import { type ErrorRequestHandler, type Request, type RequestHandler, type Respo
 import { AppError } from '../http/errors.ts';
 import { formBody } from '../http/text-guard.ts';
 import { type FieldErrors, fieldErrorsOf } from '../pages/field-errors.ts';
+import { signInRedirect } from '../pages/login-target.ts';
 import { fieldErrorsNext, type FlashMessage, flashNext, renderPage } from '../pages/render.ts';
 import type { UserRecord } from '../users/user.ts';
 
@@ -32,8 +33,7 @@ export const adminFormBody = formBody({ parameterLimit: 50, limit: '96kb' });
 export const requireAdminPage: RequestHandler = (req, res, next) => {
   const user = res.locals.user as UserRecord | undefined;
   if (!user || res.locals.authMethod !== 'session') {
-    const back = req.method === 'GET' ? `?next=${encodeURIComponent(req.originalUrl)}` : '';
-    res.redirect(303, `/login${back}`);
+    res.redirect(303, signInRedirect(req, res, req.originalUrl));
     return;
   }
   if (user.role !== 'admin') throw new AppError(403, 'forbidden', 'This page is for administrators only.');

@@ -118,7 +118,12 @@ function operationObject(op: Operation, components: Record<string, JsonSchema>):
   const responses: Record<string, JsonSchema> = {};
   // the route's own headers are on every answer it gives (docs/declaring-routes.md)
   const ownHeaders = Object.fromEntries(Object.entries(op.headers ?? {}).map(([name, value]) => [name, { description: 'On every answer of this operation', schema: { type: 'string', const: value } }]));
-  for (const [status, r] of Object.entries({ ...implicitResponses(op), ...op.responses })) {
+  const implicit = implicitResponses(op);
+  for (const [status, own] of Object.entries({ ...implicit, ...op.responses })) {
+    // a form's own 400 (the page again, the field marked) is also the error page of the text
+    // check before it, which answers JSON to a client that does not ask for HTML
+    const r = own !== implicit[Number(status)] && status === '400' && op.bodyType === 'form' && op.access.startsWith('page') && own.mediaType === 'text/html' && !own.alternatives
+      ? { ...own, alternatives: implicit[400]!.alternatives } : own;
     const main = r.schema
       ? { [r.mediaType ?? 'application/json']: { schema: outputSchema(r.schema, components), ...(r.example !== undefined ? { example: r.example } : {}) } }
       : r.mediaType ? { [r.mediaType]: {} } : {};

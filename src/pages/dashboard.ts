@@ -7,6 +7,7 @@ import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { sendToClient } from './login.ts';
+import { signInRedirect } from './login-target.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';
@@ -17,8 +18,7 @@ import { clientFormSchema, linkFormSchema } from './schemas.ts';
  */
 export const requirePageUser: RequestHandler = (req, res, next) => {
   if (res.locals.user && res.locals.authMethod === 'session') return next();
-  const back = req.method === 'GET' && req.path !== '/dashboard' ? `?next=${encodeURIComponent(req.path)}` : '';
-  res.redirect(303, `/login${back}`);
+  res.redirect(303, signInRedirect(req, res, req.path));
 };
 
 function signedInUser(res: Response): UserRecord {

@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { ClientService } from '../clients/service.ts';
@@ -44,6 +44,17 @@ export function clientTarget(clients: Pick<ClientService, 'findClient'>, source:
     res.locals.loginTarget = { kind: 'client', client, state: parsed.data.state } satisfies LoginTarget;
     next();
   };
+}
+
+/**
+ * Where a page guard sends a browser that is not signed in: the sign-in page, which comes
+ * back to `back` (a GET's own address), or for a form posted without a session (one that
+ * ended while the form was open) to the form's page (`res.locals.signInNext`, set from the
+ * route declarations by src/routes/mount.ts); the dashboard needs no `next`.
+ */
+export function signInRedirect(req: Request, res: Response, back: string): string {
+  const next = req.method === 'GET' ? back : res.locals.signInNext as string | undefined;
+  return next && next !== DEFAULT_NEXT ? `/login?next=${encodeURIComponent(next)}` : '/login';
 }
 
 /** This service's own sign-in: `next` only when it names one of its pages, else /dashboard. */

@@ -76,7 +76,11 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
   } else {
     chain.push(...limit);
     const guard = GUARDS[route.access];
-    if (guard) chain.push(guard);
+    if (guard) {
+      // where a page's guard sends a browser without its session: the page the form is on
+      if (route.method === 'post') chain.push(signInReturnsTo(formPageOf(route, routes)));
+      chain.push(guard, callerEstablished);
+    }
     if (route.bodyType === 'form' && route.method === 'post') chain.push(requireCsrf);
     if (route.params) chain.push(checkParams(route.params));
     if (route.body) chain.push(validateBody(route.body));
@@ -91,8 +95,69 @@ export function chainOf(route: AnyRoute, s: RouteServices, routes: readonly AnyR
     }) as Promise<void>;
   chain.push(run);
   if (byClient && route.hot) chain.push(onCurrentClient(s.clients, { checkIp: route.access === 'client+ip', rest: [...limit, run], handler: run }));
-  if (route.onError) chain.push(route.onError(s));
+  if (route.onError) chain.push(GUARDS[route.access] && !byClient ? onlyForEstablishedCaller(route.onError(s)) : route.onError(s));
   return chain;
+}
+
+/**
+ * Marks the request as past its route's guard: a signed-in user (an administrator) is in
+ * `res.locals.user`. The route's error page reads it (onlyForEstablishedCaller).
+ */
+const callerEstablished: RequestHandler = (_req, res, next) => {
+  res.locals.callerEstablished = true;
+  next();
+};
+
+/**
+ * A route's error page (a form shown again with its problem) for a route behind a guard runs
+ * only once the guard has established the caller: what was refused before it (the form
+ * parser's 400 or 413, a NUL in a field, the limit's 429) goes to the app's error page, which
+ * needs nobody signed in. Those pages render the signed-in user's own page, and without one
+ * they failed (a TypeError, answered 500): a scanner's tampered `_csrf` with a NUL in it, sent
+ * without the session, reached them.
+ */
+function onlyForEstablishedCaller(page: ReturnType<NonNullable<AnyRoute['onError']>>): ReturnType<NonNullable<AnyRoute['onError']>> {
+  return (err, req, res, next) => (res.locals.callerEstablished === true ? page(err, req, res, next) : next(err));
+}
+
+/**
+ * The page a form is on, by its declaration: the longest GET route of the same access whose
+ * path begins the form's path (POST /admin/users/:id/unlock is on GET /admin/users/:id), or
+ * undefined when there is none.
+ */
+export function formPageOf(form: AnyRoute, routes: readonly AnyRoute[]): string | undefined {
+  const segments = form.path.split('/');
+  let best: string | undefined;
+  for (const r of routes) {
+    if (r.method !== 'get' || r.access !== form.access) continue;
+    const own = r.path.split('/');
+    if (own.length > segments.length || own.some((part, i) => part !== segments[i])) continue;
+    if (!best || own.length > best.split('/').length) best = r.path;
+  }
+  return best;
+}
+
+/** A path parameter that can stand in a sign-in's `next` as it is (ids, client ids). */
+const PLAIN_PARAM = /^[A-Za-z0-9._~-]{1,100}$/;
+
+/**
+ * Tells the route's guard where a sign-in should return to (`res.locals.signInNext`) when
+ * the browser turns out not to be signed in (a session that ended while the form was open):
+ * the form's page, with the request's path parameters, so the sign-in comes back to it.
+ */
+function signInReturnsTo(page: string | undefined): RequestHandler {
+  return (req, res, next) => {
+    if (page) {
+      let plain = true;
+      const path = page.replace(/:(\w+)/g, (_m, name: string) => {
+        const value = String((req.params as Record<string, unknown>)[name] ?? '');
+        if (!PLAIN_PARAM.test(value)) plain = false;
+        return value;
+      });
+      if (plain) res.locals.signInNext = path;
+    }
+    next();
+  };
 }
 
 /** What the app mounts, generated from the declarations. */

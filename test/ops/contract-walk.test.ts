@@ -49,7 +49,7 @@ describe('the API reference holds for every operation', () => {
     return String(r.headers['set-cookie']?.[0]).split(';')[0]!;
   }
 
-  async function call(route: AnyRoute, role: Role): Promise<HttpResponse> {
+  async function call(route: AnyRoute, role: Role, extra: Record<string, string> = {}): Promise<HttpResponse> {
     const path = route.path.replace(/:(\w+)/g, (_m, name: string) => encodeURIComponent(ids[name] ?? '1'));
     const headers: Record<string, string> = {};
     if (role === 'user' || role === 'admin') headers.cookie = await cookieOf(role === 'user' ? member : admin);
@@ -62,7 +62,7 @@ describe('the API reference holds for every operation', () => {
     }
     if (route.bodyType === 'form') {
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(Object.entries((body ?? {}) as Record<string, unknown>).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => [k, String(x)]))).toString();
+      body = new URLSearchParams(Object.entries({ ...(body as Record<string, unknown> | undefined), ...extra }).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => [k, String(x)]))).toString();
     } else if (route.method !== 'get' && route.method !== 'delete') {
       headers['content-type'] = 'application/json';
     }
@@ -79,6 +79,11 @@ describe('the API reference holds for every operation', () => {
         const r = await call(route, role);
         calls.push(`${route.method} ${route.path} as ${role}: ${r.status}`);
         expect(r.status, `${route.method} ${route.path} as ${role}: ${r.text.slice(0, 200)}`).toBeLessThan(500);
+        if (route.bodyType === 'form' && route.method === 'post') {
+          // a scanner's tampered form token (test/pages/refused-forms.test.ts has the rest)
+          const tampered = await call(route, role, { _csrf: 'a\0b' });
+          expect(tampered.status, `${route.method} ${route.path} as ${role} with a tampered token: ${tampered.text.slice(0, 200)}`).toBeLessThan(500);
+        }
       }
     }
     expect(calls.length).toBeGreaterThan(ROUTES.length);
