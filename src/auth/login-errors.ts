@@ -60,26 +60,49 @@ const SIGN_IN_REFUSALS: Record<string, string> = {
   totp_reused: 'That code was already used to sign in. Wait for the next code from your authenticator app.',
 };
 
+/**
+ * The failed attempt that sets the lock: a refusal like any other of its kind (401 for a
+ * sign-in's wrong password or code, as SPEC 4.5 and 7 say of invalid credentials; a settings
+ * change's own status for a refused code), whose body says that the account is now locked and
+ * for how long (`locked: true`, `remaining_minutes`, `attempts_remaining: 0`; Retry-After in
+ * seconds). Only the attempts after it answer 423 account_locked (SPEC 3.1: "further login
+ * attempts").
+ */
+export class LockingFailure extends AppError {
+  /** The sentence the pages add to their own wording of the refusal. */
+  readonly warning: string;
+  constructor(code: string, lockSeconds: number, refusal?: { status: number; message: string }) {
+    const remainingMinutes = Math.ceil(lockSeconds / 60);
+    const base = refusal ? refusal.message.replace(/\.?$/, '.') : SIGN_IN_REFUSALS[code] ?? 'Invalid login or password.';
+    const warning = `Too many failed attempts: this account is now locked for ${minutes(remainingMinutes)}.`;
+    super(refusal?.status ?? 401, code, `${base} ${warning}`, {
+      extra: { attempts_remaining: 0, locked: true, remaining_minutes: remainingMinutes },
+      headers: { 'Retry-After': String(lockSeconds) },
+    });
+    this.warning = warning;
+  }
+}
+
 /** Failed attempts left before the lock after `failedCount` counted failures (a counted one that did not lock leaves at least one). */
 export function attemptsLeft(threshold: number, failedCount: number): number {
   return Math.max(1, threshold - failedCount);
 }
 
-/** The lock warning of a refusal, with a space before it ('' for anything but the attempt before the lock). */
+/**
+ * The lock warning of a refusal, with a space before it: on the attempt before the lock that
+ * one more locks, on the attempt that locks that the account is now locked ('' otherwise).
+ */
 export function lockWarning(err: unknown): string {
-  return err instanceof CountedFailure && err.warning ? ` ${err.warning}` : '';
+  return (err instanceof CountedFailure || err instanceof LockingFailure) && err.warning ? ` ${err.warning}` : '';
 }
 
 /**
  * 423 account_locked for a lock with `seconds` left: Retry-After says them, the body the whole
- * minutes (rounded up). `now` marks the attempt that set the lock, so its message says the
- * account is now locked rather than that it was.
+ * minutes (rounded up). (The attempt that set the lock is a LockingFailure, not this.)
  */
-export function accountLocked(seconds: number, now = false): AppError {
+export function accountLocked(seconds: number): AppError {
   const remainingMinutes = Math.ceil(seconds / 60);
-  const message = now
-    ? `Too many failed sign-in attempts: this account is now locked for ${minutes(remainingMinutes)}.`
-    : `Too many failed sign-in attempts. This account is locked; try again in ${minutes(remainingMinutes)}.`;
+  const message = `Too many failed sign-in attempts. This account is locked; try again in ${minutes(remainingMinutes)}.`;
   return new AppError(423, 'account_locked', message, {
     extra: { remaining_minutes: remainingMinutes },
     headers: { 'Retry-After': String(seconds) },

@@ -1,7 +1,7 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
-import { accountLocked, attemptsLeft, CountedFailure, refuseWhileLocked } from './login-errors.ts';
+import { accountLocked, attemptsLeft, CountedFailure, LockingFailure, refuseWhileLocked } from './login-errors.ts';
 import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
@@ -60,10 +60,11 @@ export function createLoginFailures(deps: Pick<Deps, 'db' | 'config' | 'events' 
       // a concurrent attempt locked the name while this one was being checked
       await refuseWhileLocked(db, login);
     }
-    // the attempt that locks learns it now, not at the next try with the right password
-    if (outcome.counted && outcome.lockedUntil) throw accountLocked(config.LOCKOUT_MINUTES * 60, true);
-    const remaining = outcome.counted ? attemptsLeft(config.LOCKOUT_THRESHOLD, outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     const code = reason !== 'invalid_totp' ? 'invalid_credentials' : reused ? 'totp_reused' : 'invalid_totp';
+    // the attempt that locks is refused as the failed attempt it is (401), and learns of the
+    // lock now, not at the next try with the right password
+    if (outcome.counted && outcome.lockedUntil) throw new LockingFailure(code, config.LOCKOUT_MINUTES * 60);
+    const remaining = outcome.counted ? attemptsLeft(config.LOCKOUT_THRESHOLD, outcome.failedCount) : config.LOCKOUT_THRESHOLD;
     throw new CountedFailure(code, remaining, config.LOCKOUT_MINUTES);
   }
 

@@ -27,10 +27,10 @@ export const AUTH_ROUTES = [
     responses: {
       200: { description: 'Signed in', schema: R.sessionLogin, example: { success: true, user } },
       400: invalid,
-      401: err('Invalid credentials (`invalid_credentials`), wrong two-factor code (`invalid_totp`), a code already used (`totp_reused`: wait for the next one), or a missing code (`totp_required`, not counted). Counted failures carry `attempts_remaining`; at 1 the message warns that the next failure locks.',
-        { error: 'invalid_credentials', message: 'Invalid login or password. One more failed attempt locks the account for 30 minutes.', attempts_remaining: 1 }),
+      401: err('Invalid credentials (`invalid_credentials`), wrong two-factor code (`invalid_totp`), a code already used (`totp_reused`: wait for the next one), or a missing code (`totp_required`, not counted). Counted failures carry `attempts_remaining`; at 1 the message warns that the next failure locks. The failure that sets the lock (the fifth) is a 401 too, with `locked: true`, `remaining_minutes` and `attempts_remaining: 0`, and says so in its message; the attempts after it answer 423.',
+        { error: 'invalid_credentials', message: 'Invalid login or password. Too many failed attempts: this account is now locked for 30 minutes.', attempts_remaining: 0, locked: true, remaining_minutes: 30 }),
       403: err('The password must be changed first (`password_change_required`): change it with POST /api/user/password', { error: 'password_change_required', message: 'Your password must be changed before you can sign in' }),
-      423: err('Account locked: on the failed attempt that sets the lock ("now locked") and on every attempt while it lasts', { error: 'account_locked', message: 'Too many failed sign-in attempts: this account is now locked for 30 minutes.', remaining_minutes: 30 }),
+      423: err('Account locked: every attempt after the one that set the lock, while it lasts (nothing is checked)', { error: 'account_locked', message: 'Too many failed sign-in attempts. This account is locked; try again in 30 minutes.', remaining_minutes: 30 }),
       429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body }) => {
@@ -50,7 +50,7 @@ export const AUTH_ROUTES = [
     responses: {
       200: { description: 'Signed in', schema: R.accessToken, example: { token: jwt, token_type: 'Bearer', expires_in: 900, user } },
       400: invalid,
-      401: err('Invalid credentials or two-factor code, as for /api/auth/login (with `attempts_remaining`)', { error: 'invalid_credentials', message: 'Invalid login or password.', attempts_remaining: 4 }),
+      401: err('Invalid credentials or two-factor code, as for /api/auth/login (with `attempts_remaining`; the failure that sets the lock with `locked: true` and `remaining_minutes`)', { error: 'invalid_credentials', message: 'Invalid login or password.', attempts_remaining: 4 }),
       403: err('The password must be changed first (`password_change_required`)', { error: 'password_change_required', message: 'Your password must be changed before you can sign in' }),
       423: err('Account locked, as for /api/auth/login', { error: 'account_locked', message: 'Too many failed sign-in attempts. This account is locked; try again in 30 minutes.', remaining_minutes: 30 }),
       429: limited,

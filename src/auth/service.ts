@@ -43,8 +43,9 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
 
     /**
      * Checks a login name, password and (for two-factor users) a TOTP or recovery code.
-     * Throws 423 account_locked while the name is locked (nothing else is checked then) and
-     * on the failed attempt that sets the lock; 401 invalid_credentials for any wrong
+     * Throws 423 account_locked while the name is locked (nothing else is checked then); the
+     * failed attempt that sets the lock is refused as itself (401, LockingFailure, saying that
+     * the account is now locked); 401 invalid_credentials for any wrong
      * name/password/inactive user (one message, one bcrypt compare either way), 401
      * totp_required when the password is right but the user's code is missing (not counted),
      * 401 invalid_totp for a wrong code and 401 totp_reused for a code already used (both

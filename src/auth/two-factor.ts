@@ -4,7 +4,7 @@ import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { accountLocked, CountedFailure } from './login-errors.ts';
+import { accountLocked, CountedFailure, LockingFailure } from './login-errors.ts';
 import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
@@ -109,10 +109,11 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
    * and a refused code is audited (as `action`, outcome failure) and counted toward that lock
    * before the next change can read it. So a stolen session cannot guess codes to turn
    * two-factor off or to make recovery codes of its own any faster than a sign-in could, not
-   * even with requests sent at once. The refusal that locks is 423; the others say, as a
-   * sign-in's do, how many attempts are left (`attempts_remaining`, and a warning before the
-   * last). `change` throws its refusals before it writes anything: the transaction commits
-   * the audit and the count.
+   * even with requests sent at once. A refusal says, as a sign-in's does, how many attempts
+   * are left (`attempts_remaining`, and a warning before the last); the one that sets the lock
+   * is the code's own refusal saying so (LockingFailure), and 423 comes after it. `change`
+   * throws its refusals before it writes anything: the transaction commits the audit and the
+   * count.
    */
   async function auditRefusedCode<T>(action: string, user: Pick<UserRecord, 'id' | 'username' | 'email'>, ctx: TwoFactorContext, change: (tx: Queryable) => Promise<T>): Promise<T> {
     const login = normalizeUsername(user.username);
@@ -130,7 +131,7 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
         if (!(err instanceof AppError && CODE_REFUSALS.has(err.code))) throw err;
         await failure(tx, err.code);
         const counted = await guard.countRefusal(tx, user, ctx);
-        if (counted.locked) return { refused: accountLocked(config.LOCKOUT_MINUTES * 60, true) };
+        if (counted.locked) return { refused: new LockingFailure(err.code, config.LOCKOUT_MINUTES * 60, { status: err.status, message: err.message }) };
         if (counted.attemptsRemaining === null) { // not counted: a failure elsewhere locked the name meanwhile
           const since = await activeLock(tx, login);
           return { refused: since ? accountLocked(since.remaining_seconds) : err };

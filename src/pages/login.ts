@@ -169,7 +169,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
 
   /**
    * Failures stay on the sign-in page with their status: 401 wrong credentials (one
-   * message), 423 locked (minutes left), 429 rate limited, 403 stale form, 400 empty fields;
+   * message; the attempt that locks adds that the account is now locked, for how long), 423 locked (minutes left), 429 rate limited, 403 stale form, 400 empty fields;
    * a wrong code keeps the second step. Anything else (an unknown client system) goes on to
    * the error page.
    */
@@ -192,7 +192,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
       case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
       case 'totp_reused': return again(MESSAGES.reusedCode + warning, true);
-      // the service words both: "now locked for 30 minutes" on the locking attempt, "try again in N" later
+      // the locking attempt is its own refusal above, with the service's "now locked for 30 minutes"
       case 'account_locked': return again(err.message, false);
       case 'rate_limited': return again(MESSAGES.rateLimited, true);
       case 'invalid_csrf_token': return again(err.message, false);

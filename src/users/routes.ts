@@ -57,8 +57,8 @@ export const USER_ROUTES = [
     example: { code: '123456', current_password: 'correct horse battery' },
     responses: {
       200: { description: 'Enabled; emits user.2fa_enabled', schema: R.totpEnabled },
-      400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body. A refused code counts toward the lock and carries `attempts_remaining`', { error: 'invalid_totp', message: 'The two-factor code is invalid.', attempts_remaining: 3 }),
-      401: err('Wrong current password (`invalid_credentials`), or nobody signed in (`unauthenticated`)', { error: 'invalid_credentials', message: 'Invalid login or password' }),
+      400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body. A refused code counts toward the lock and carries `attempts_remaining` (the one that locks: `locked: true` and `remaining_minutes`)', { error: 'invalid_totp', message: 'The two-factor code is invalid.', attempts_remaining: 3 }),
+      401: err('Wrong current password (`invalid_credentials`; the one that locks with `locked: true` and `remaining_minutes`), or nobody signed in (`unauthenticated`)', { error: 'invalid_credentials', message: 'Invalid login or password' }),
       409: err('Already enabled, or no setup started'),
       423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
       429: limited,
@@ -76,9 +76,9 @@ export const USER_ROUTES = [
     example: { code: 'ABCD-EFGH-JKLM' },
     responses: {
       200: { description: 'Disabled', schema: R.totpDisabled, example: { totp_enabled: false } },
-      400: err('Invalid body or code (`invalid_totp`, `totp_reused`, with `attempts_remaining`; at 1 the message warns that the next failure locks)', { error: 'invalid_totp', message: 'The two-factor code is invalid.', attempts_remaining: 3 }),
+      400: err('Invalid body or code (`invalid_totp`, `totp_reused`, with `attempts_remaining`; at 1 the message warns that the next failure locks; the one that locks carries `locked: true` and `remaining_minutes`)', { error: 'invalid_totp', message: 'The two-factor code is invalid.', attempts_remaining: 3 }),
       401: unauthenticated, 409: err('Two-factor is not enabled'),
-      423: err('Account locked: on the refused code that sets the lock ("now locked") and while it lasts', { error: 'account_locked', message: 'Too many failed sign-in attempts: this account is now locked for 30 minutes.', remaining_minutes: 30 }),
+      423: err('Account locked, while it lasts (the refused code that sets the lock is a 400 with `locked: true` and `remaining_minutes`)', { error: 'account_locked', message: 'Too many failed sign-in attempts. This account is locked; try again in 30 minutes.', remaining_minutes: 30 }),
       429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body, user: me }) => {
@@ -99,7 +99,7 @@ export const USER_ROUTES = [
         schema: passwordChanged, example: { success: true },
       },
       400: err('The new password breaks the policy (`invalid_password`; the message says what to fix), or the body is invalid', { error: 'invalid_password', message: 'The password must be at least 10 characters long.' }),
-      401: err('Wrong current password, or nobody signed in and no `login`', { error: 'invalid_credentials', message: 'Invalid login or password' }),
+      401: err('Wrong current password (the one that locks with `locked: true` and `remaining_minutes`), or nobody signed in and no `login`', { error: 'invalid_credentials', message: 'Invalid login or password' }),
       423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
       429: limited,
     },

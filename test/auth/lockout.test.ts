@@ -15,7 +15,7 @@ describe('account lockout', () => {
 
   const login = (name: string, password: string) => app.http.post('/api/auth/login', { login: name, password });
 
-  it('locks after 5 wrong passwords: the fifth says so (423, remaining_minutes 30), the right one then gets 423 too', async () => {
+  it('locks after 5 wrong passwords: the fifth is a 401 that says so (locked, remaining_minutes 30), the sixth and the right one get 423', async () => {
     const user = await makeUser(app);
     for (let i = 1; i <= 4; i++) {
       const r = await login(user.username, `wrong ${i}`);
@@ -23,10 +23,12 @@ describe('account lockout', () => {
       expect(r.body.attempts_remaining, `attempt ${i}`).toBe(5 - i);
     }
     const fifth = await login(user.username, 'wrong 5');
-    expect(fifth.status, 'the attempt that locks is told at once').toBe(423);
-    expect(fifth.body.error).toBe('account_locked');
-    expect(fifth.body.remaining_minutes).toBe(30);
+    expect(fifth.status, 'the fifth wrong password is a failed attempt with invalid credentials (SPEC 4.5, 7)').toBe(401);
+    expect(fifth.body.error).toBe('invalid_credentials');
+    expect(fifth.body, 'the attempt that locks is told at once').toMatchObject({ locked: true, remaining_minutes: 30, attempts_remaining: 0 });
     expect(fifth.body.message).toMatch(/now locked for 30 minutes/);
+    const sixth = await login(user.username, 'wrong 6');
+    expect([sixth.status, sixth.body.error, sixth.body.remaining_minutes]).toStrictEqual([423, 'account_locked', 30]);
     const right = await login(user.username, user.password);
     expect(right.status, right.text).toBe(423);
     expect(right.body.error).toBe('account_locked');
@@ -34,6 +36,17 @@ describe('account lockout', () => {
     expect(typeof right.body.message).toBe('string');
     const viaToken = await app.http.post('/api/login', { username: user.username, password: user.password });
     expect(viaToken.status, 'the token login shares the counter').toBe(423);
+  });
+
+  it('answers the same on /api/login: the fifth wrong password 401 with locked and the minutes, the sixth 423', async () => {
+    const user = await makeUser(app);
+    const statuses: Array<[number, unknown]> = [];
+    for (let i = 1; i <= 6; i++) {
+      const r = await app.http.post('/api/login', { username: user.username, password: `wrong ${i}` });
+      statuses.push([r.status, r.body.locked]);
+      if (i === 5) expect(r.body).toMatchObject({ error: 'invalid_credentials', locked: true, remaining_minutes: 30 });
+    }
+    expect(statuses).toStrictEqual([[401, undefined], [401, undefined], [401, undefined], [401, undefined], [401, true], [423, undefined]]);
   });
 
   it('says in Retry-After how long the lock really lasts, in seconds; the body\'s minutes are rounded up', async () => {
@@ -62,7 +75,7 @@ describe('account lockout', () => {
     expect(new Date(afterwards!.locked_until!).getTime(), 'not extended').toBe(new Date(before!.locked_until!).getTime());
   });
 
-  it('gives an unknown login name the same statuses and bodies as a known one (401 x4, then 423)', async () => {
+  it('gives an unknown login name the same statuses and bodies as a known one (401 x5, the fifth saying locked, then 423)', async () => {
     const user = await makeUser(app);
     const ghost = unique('ghost');
     const known: unknown[] = [];
@@ -74,8 +87,9 @@ describe('account lockout', () => {
       unknown.push([b.status, b.body]);
     }
     expect(unknown).toStrictEqual(known);
-    expect(known.map((k) => (k as [number])[0])).toStrictEqual([401, 401, 401, 401, 423, 423]);
-    expect(known.map((k) => (k as [number, any])[1].attempts_remaining), 'both are warned alike').toStrictEqual([4, 3, 2, 1, undefined, undefined]);
+    expect(known.map((k) => (k as [number])[0])).toStrictEqual([401, 401, 401, 401, 401, 423]);
+    expect(known.map((k) => (k as [number, any])[1].attempts_remaining), 'both are warned alike').toStrictEqual([4, 3, 2, 1, 0, undefined]);
+    expect(known.map((k) => (k as [number, any])[1].locked), 'both are told of the lock alike').toStrictEqual([undefined, undefined, undefined, undefined, true, undefined]);
   });
 
   it('treats Alice, ALICE and " alice" as one account with one counter', async () => {
@@ -88,7 +102,8 @@ describe('account lockout', () => {
       expect(ok.body.user.id).toBe(user.id);
     }
     for (const spelling of spellings) expect((await login(spelling, 'wrong')).status).toBe(401);
-    expect((await login(name, 'wrong')).status, 'the fifth failure of any spelling locks').toBe(423);
+    const fifth = await login(name, 'wrong');
+    expect([fifth.status, fifth.body.locked], 'the fifth failure of any spelling locks').toStrictEqual([401, true]);
     expect((await attemptRow(app, name))?.failed_count, 'one counter for every spelling').toBe(5);
     expect((await login(name, user.password)).status).toBe(423);
   });
@@ -151,8 +166,8 @@ describe('account lockout', () => {
       expect(first.body.attempts_remaining).toBe(1);
       expect(first.body.message, 'the attempt before the lock warns').toMatch(/One more failed attempt locks the account for 7 minutes/);
       const second = await custom.http.post('/api/auth/login', { login: user.username, password: 'x' });
-      expect(second.status).toBe(423);
-      expect(second.body.remaining_minutes).toBe(7);
+      expect([second.status, second.body.locked, second.body.remaining_minutes]).toStrictEqual([401, true, 7]);
+      expect(second.body.message).toMatch(/now locked for 7 minutes/);
       const locked = await custom.http.post('/api/auth/login', { login: user.username, password: user.password });
       expect(locked.status).toBe(423);
       expect(locked.body.remaining_minutes).toBe(7);

@@ -64,7 +64,7 @@ describe('TOTP two-factor', () => {
     expect(again.body.error).toBe('totp_already_enabled');
   });
 
-  it('the page asks for the current password to turn it on: a wrong one marks its field, warns before the lock, then 423', async () => {
+  it('the page asks for the current password to turn it on: a wrong one marks its field, warns before the lock, the fifth says it locked (401), then 423', async () => {
     const user = await makeUser(app);
     const browser = formSession(await app.listen());
     const login = await browser.get('/login');
@@ -80,7 +80,9 @@ describe('TOTP two-factor', () => {
     for (let i = 0; i < 2; i++) await attempt();
     const last = await attempt(); // the 4th: one left
     expect(last.text).toContain('The current password is wrong. One more failed attempt locks the account for 30 minutes.');
-    await attempt();
+    const fifth = await attempt();
+    expect(fifth.status).toBe(401);
+    expect(fifth.text).toContain('The current password is wrong. Too many failed attempts: this account is now locked for 30 minutes.');
     const locked = await attempt();
     expect(locked.status).toBe(423);
     expect(locked.text).toMatch(/locked/);
@@ -160,7 +162,8 @@ describe('TOTP two-factor', () => {
       expect(r.body.attempts_remaining).toBe(4 - i);
     }
     const fifth = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: '999994' });
-    expect(fifth.status, 'the fifth wrong code locks, and says so').toBe(423);
+    expect([fifth.status, fifth.body.error], 'the fifth wrong code is refused as a wrong code (401)').toStrictEqual([401, 'invalid_totp']);
+    expect(fifth.body, 'and says that it locked the account').toMatchObject({ locked: true, remaining_minutes: 30, attempts_remaining: 0 });
     expect((await attemptRow(app, user.username))?.failed_count).toBe(5);
     const locked = await app.http.post('/api/auth/login', { login: user.username, password: user.password, totp: await totpCode(secret) });
     expect(locked.status).toBe(423);
@@ -206,7 +209,7 @@ describe('TOTP two-factor', () => {
     expect(reused.text).toContain('That code was already used.');
     expect(reused.text, 'the fourth refusal warns before the lock').toContain('One more failed attempt locks the account for 30 minutes.');
     const fifth = await app.http.post('/api/user/2fa/disable', { code }, { headers });
-    expect([fifth.status, fifth.body.error], 'the fifth locks').toStrictEqual([423, 'account_locked']);
+    expect([fifth.status, fifth.body.error, fifth.body.locked], 'the fifth is refused as itself, and locks').toStrictEqual([400, 'totp_reused', true]);
 
     const failures = (await auditRows(app, user.username)).filter((r) => r.outcome === 'failure');
     expect(failures.map((r) => [r.action, r.details.reason])).toStrictEqual([
@@ -220,7 +223,7 @@ describe('TOTP two-factor', () => {
     expect((await attemptRow(app, user.username))?.failed_count, 'each refusal counts as a failed sign-in would').toBe(5);
     expect((await app.db.query<{ totp_enabled: boolean }>('SELECT totp_enabled FROM users WHERE id = $1', [user.id])).rows[0].totp_enabled).toBe(true);
   });
-  it('locks the name after LOCKOUT_THRESHOLD refused codes on a signed-in session: the last says so (423), then even the right code is refused and two-factor stays on', async () => {
+  it('locks the name after LOCKOUT_THRESHOLD refused codes on a signed-in session: the last is refused as itself and says so, then even the right code gets 423 and two-factor stays on', async () => {
     const { user, secret, headers } = await enrolledUser(app);
     const wrong = async () => ('000000' === (await totpCode(secret)) ? '111111' : '000000');
     for (let i = 1; i <= 3; i++) {
@@ -236,7 +239,7 @@ describe('TOTP two-factor', () => {
     expect(fourth.status).toBe(400);
     expect(fourth.text).toContain('That code is not valid. Check your authenticator app (or the recovery code) and try again. One more failed attempt locks the account for 30 minutes.');
     const fifth = await app.http.post('/api/user/2fa/disable', { code: await wrong() }, { headers });
-    expect([fifth.status, fifth.body.error], fifth.text).toStrictEqual([423, 'account_locked']);
+    expect([fifth.status, fifth.body.error, fifth.body.locked, fifth.body.remaining_minutes], fifth.text).toStrictEqual([400, 'invalid_totp', true, 30]);
     expect(fifth.body.message).toMatch(/now locked/);
     const right = await app.http.post('/api/user/2fa/disable', { code: await totpCode(secret) }, { headers });
     expect([right.status, right.body.error], 'no code is checked while locked').toStrictEqual([423, 'account_locked']);

@@ -33,10 +33,10 @@ describe.skipIf(browserMissing)('sign-in messages that tell the truth, in Chromi
   it('warns on the fourth wrong password that one try is left, and the fifth shows the lock and how long it lasts', async () => {
     const user = await makeUser(app);
     const seen = await fiveWrong(user.username);
-    expect(seen.map((s) => s.status)).toStrictEqual([401, 401, 401, 401, 423]);
+    expect(seen.map((s) => s.status)).toStrictEqual([401, 401, 401, 401, 401]);
     for (const s of seen.slice(0, 3)) expect(s.text).toBe('The username or password is incorrect.');
     expect(seen[3].text).toBe('The username or password is incorrect. One more failed attempt locks the account for 30 minutes.');
-    expect(seen[4].text).toBe('Too many failed sign-in attempts: this account is now locked for 30 minutes.');
+    expect(seen[4].text).toBe('The username or password is incorrect. Too many failed attempts: this account is now locked for 30 minutes.');
 
     // the right password during the lock: still locked, with the minutes left
     const page = await (await newContext(browser)).newPage();

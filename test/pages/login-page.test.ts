@@ -149,6 +149,32 @@ describe('the sign-in page (HTTP level)', () => {
     expect(wrong.answer.text, 'the password is never echoed').not.toMatch(/not the password/);
   });
 
+  it('answers the fifth wrong password 401, saying in words that the account is now locked and for how long, then 423 (both sign-in forms, any name)', async () => {
+    const client = await makeClient(app);
+    for (const form of ['client', 'service'] as const) {
+      const user = await makeUser(app);
+      for (const login of [user.username, `nobody-${user.username}`]) {
+        const statuses: number[] = [];
+        let fifth = '';
+        for (let i = 1; i <= 6; i++) {
+          if (form === 'client') {
+            const { answer } = await submitLogin(app, client, login, `wrong-${i}`);
+            statuses.push(answer.status);
+            if (i === 5) fifth = answer.text;
+          } else {
+            const s = formSession(app.app);
+            const page = await s.get('/login');
+            const answer = await s.post('/login', { _csrf: hiddenField(page.text, '_csrf'), step: 'password', login, password: `wrong-${i}` });
+            statuses.push(answer.status);
+            if (i === 5) fifth = answer.text;
+          }
+        }
+        expect(statuses, `${form} form, ${login}`).toStrictEqual([401, 401, 401, 401, 401, 423]);
+        expect(fifth).toContain('The username or password is incorrect. Too many failed attempts: this account is now locked for 30 minutes.');
+      }
+    }
+  });
+
   it('shows a locked account as 423 with the minutes left', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
