@@ -4,6 +4,7 @@ import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { EventRecorder } from '../webhooks/events.ts';
 import { touchCredentials } from './password-queries.ts';
 import { deleteUserSession, deleteUserSessions } from './session-queries.ts';
+import { deletePendingTotp } from './totp-pending-queries.ts';
 
 /** The client_system of events this service causes itself (sign-ins and sign-outs at this service). */
 export const OWN_SYSTEM = 'auth-service';
@@ -34,7 +35,8 @@ export interface SignOutContext {
 /**
  * Signs a user out everywhere, inside the caller's transaction: every session ends (but
  * `exceptSid`, the caller's own when it stays signed in), access tokens issued until now are
- * refused, unused SSO tokens are invalidated, and user.logout is audited and enqueued as a
+ * refused, unused SSO tokens are invalidated, two-factor setups not yet confirmed are forgotten
+ * (the kept session starts again if it was setting up), and user.logout is audited and enqueued as a
  * logout does (the event goes out once the caller's transaction commits). Answers the new
  * version of the user's credentials (a session the caller starts afterwards carries it).
  *
@@ -58,6 +60,7 @@ export async function signOutEverywhere(
   const endedSessions = await deleteUserSessions(tx, user.id, exceptSid);
   if (exceptSid !== undefined && options.renewing) await deleteUserSession(tx, user.id, exceptSid);
   const invalidatedTokens = await invalidateUnusedTokens(tx, user.id);
+  await deletePendingTotp(tx, user.id);
   await writeAudit(tx, {
     action: 'user.logout', outcome: 'success', userId: user.id, username: user.username,
     ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,

@@ -8,9 +8,11 @@ import { accountLocked, CountedFailure, LockingFailure } from './login-errors.ts
 import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import {
-  activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, recoveryCodeUnused, replaceRecoveryCodes, setPendingTotpSecret,
+  activeLock, claimTotpStep, consumeRecoveryCode, countUnusedRecoveryCodes, findTotpState, recoveryCodeUnused, replaceRecoveryCodes,
   setTotpEnabled, totpStepUnused,
 } from './queries.ts';
+import { signOutEverywhere } from './sign-out.ts';
+import { deletePendingTotp, enableTotpWith, findPendingTotp, savePendingTotp } from './totp-pending-queries.ts';
 import { enrollmentMaterial, hashRecoveryCode, looksLikeTotp, matchTotpStep, newRecoveryCodes, newTotpSecret } from './totp.ts';
 
 /** A right code, checked but not yet used up: `spend` uses it up in the caller's transaction (false: used meanwhile). */
@@ -24,6 +26,17 @@ export interface TwoFactorContext {
   ipAddress: string;
   userAgent: string | null;
 }
+
+/**
+ * The credential a setup is started and confirmed with: the browser session or the access
+ * token (src/http/auth-guards.ts, credentialOf). A pending setup belongs to it.
+ */
+export type SetupOwner = { kind: 'session'; sid: string } | { kind: 'token'; jti: string };
+
+const ownerKey = (owner: SetupOwner) => (owner.kind === 'session' ? `session:${owner.sid}` : `token:${owner.jti}`);
+
+/** How long a setup may wait for the code that confirms it. */
+export const TOTP_SETUP_TTL_SECONDS = 10 * 60;
 
 const invalidCode = () => new AppError(400, 'invalid_totp', 'The two-factor code is invalid');
 const reusedCode = () => new AppError(400, 'totp_reused', 'That code was already used. Wait for the next code from your authenticator app.');
@@ -147,13 +160,15 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     matchCode,
 
     /**
-     * Starts enrollment: a new secret (replacing any unconfirmed one), its otpauth:// URI
-     * and a QR code. Two-factor stays off until `enable` sees a valid code.
+     * Starts enrollment: a new secret (replacing any unconfirmed one of `owner`), its
+     * otpauth:// URI and a QR code. The secret belongs to `owner` (the session or access token
+     * that asked) for TOTP_SETUP_TTL_SECONDS: only it is shown the secret again and may turn it
+     * on. Two-factor stays off until `enable` sees a valid code.
      */
-    async startSetup(user: UserRecord, ctx: TwoFactorContext): Promise<{ secret: string; otpauth_uri: string; qr_svg: string }> {
+    async startSetup(user: UserRecord, ctx: TwoFactorContext, owner: SetupOwner): Promise<{ secret: string; otpauth_uri: string; qr_svg: string }> {
       const secret = newTotpSecret();
       await db.transaction(async (tx) => {
-        if (!(await setPendingTotpSecret(tx, user.id, secret))) {
+        if (!(await savePendingTotp(tx, user.id, ownerKey(owner), secret, TOTP_SETUP_TTL_SECONDS))) {
           throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
         }
         await writeAudit(tx, { action: 'user.2fa_setup', outcome: 'success', userId: user.id, username: user.username, ...ctx });
@@ -162,27 +177,34 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     },
 
     /**
-     * Turns two-factor on after one valid code from the new secret; returns ten recovery
-     * codes, shown this once (only their hashes are kept). Emits user.2fa_enabled.
+     * Turns two-factor on after one valid code from the setup `owner` started (another
+     * session's or token's setup, or one expired, is as none: 409 totp_setup_required); returns
+     * ten recovery codes, shown this once (only their hashes are kept). Every other session of
+     * the user ends and every access token stops working, as a sign-out everywhere (one made
+     * before two-factor was on must not outlive it); the owner's session stays (an access token
+     * asking gets `credentialsVersion` for its successor). Emits user.2fa_enabled.
      */
-    async enable(user: UserRecord, code: string, ctx: TwoFactorContext): Promise<{ recovery_codes: string[] }> {
+    async enable(user: UserRecord, code: string, ctx: TwoFactorContext, owner: SetupOwner): Promise<{ recovery_codes: string[]; credentialsVersion: string }> {
       const codes = newRecoveryCodes();
-      await auditRefusedCode('user.2fa_enable', user, ctx, async (tx) => {
-        // locked: a setup at the same moment (a new secret) waits, so the secret turned on is
-        // the one the code was checked against, the one the user's app holds
+      const credentialsVersion = await auditRefusedCode('user.2fa_enable', user, ctx, async (tx) => {
+        // locked: a setup of this owner at the same moment (a new secret) waits, so the secret
+        // turned on is the one the code was checked against, the one the user's app holds
         const state = await findTotpState(tx, user.id, { lock: true });
         if (state?.totp_enabled) throw new AppError(409, 'totp_already_enabled', 'Two-factor authentication is already enabled');
-        if (!state?.totp_secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup');
+        const secret = await findPendingTotp(tx, user.id, ownerKey(owner), { lock: true });
+        if (!secret) throw new AppError(409, 'totp_setup_required', 'Start with POST /api/user/2fa/setup (a setup lasts 10 minutes, in the session or with the token that started it)');
         if (!looksLikeTotp(code)) throw invalidCode();
-        const step = await matchTotpStep(state.totp_secret, code);
+        const step = await matchTotpStep(secret, code);
         if (step === null) throw invalidCode();
-        if (!(await claimTotpStep(tx, user.id, step))) throw reusedCode();
-        await setTotpEnabled(tx, user.id, true);
+        await enableTotpWith(tx, user.id, secret, step);
+        await deletePendingTotp(tx, user.id);
         await replaceRecoveryCodes(tx, user.id, codes.map(hashRecoveryCode));
         await writeAudit(tx, { action: 'user.2fa_enable', outcome: 'success', userId: user.id, username: user.username, ...ctx });
         await events.record(tx, 'user.2fa_enabled', { user_id: user.id, email: user.email });
+        const signedOut = await signOutEverywhere(tx, events, user, { ...ctx, via: 'two_factor', reason: 'two_factor_enabled' }, owner.kind === 'session' ? owner.sid : undefined);
+        return signedOut.credentialsVersion;
       });
-      return { recovery_codes: codes };
+      return { recovery_codes: codes, credentialsVersion };
     },
 
     /**
@@ -227,13 +249,13 @@ export function createTwoFactor(deps: Pick<Deps, 'db' | 'config' | 'events'>, gu
     },
 
     /**
-     * The enrollment started with `startSetup` and not yet confirmed (secret, otpauth URI,
-     * QR code), so a page can show it again until a code confirms it; null when none.
+     * The enrollment `owner` started with `startSetup` and has not yet confirmed (secret,
+     * otpauth URI, QR code), so its page can show it again until a code confirms it or it
+     * expires; null when none (another session's setup is never shown).
      */
-    async pendingSetup(user: UserRecord): Promise<{ secret: string; otpauth_uri: string; qr_svg: string } | null> {
-      const state = await findTotpState(db, user.id);
-      if (!state || state.totp_enabled || !state.totp_secret) return null;
-      return { secret: state.totp_secret, ...(await enrollmentMaterial(state.totp_secret, user.username, config.ISSUER)) };
+    async pendingSetup(user: UserRecord, owner: SetupOwner): Promise<{ secret: string; otpauth_uri: string; qr_svg: string } | null> {
+      const secret = await findPendingTotp(db, user.id, ownerKey(owner));
+      return secret ? { secret, ...(await enrollmentMaterial(secret, user.username, config.ISSUER)) } : null;
     },
 
     /** Whether the user has two-factor on, and how many unused recovery codes are left. */

@@ -66,6 +66,7 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   },
   sessions: { columns: ['sid', 'sess', 'expire', 'user_id', 'created_at', 'last_seen_at'], privileges: READ_WRITE, unique: [['sid']] },
   revoked_access_tokens: { columns: ['jti', 'user_id', 'expires_at', 'revoked_at'], privileges: READ_WRITE, unique: [['jti']] },
+  totp_pending: { columns: ['owner', 'user_id', 'secret', 'created_at', 'expires_at'], privileges: READ_WRITE, unique: [['owner']] },
   password_resets: { columns: ['id', 'user_id', 'token_hash', 'created_at', 'expires_at', 'used_at'], privileges: READ_WRITE },
   // the audit log is appended to and read; an operator may revoke UPDATE and DELETE on it
   audit_log: {

@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { AuthService } from '../auth/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { AppError } from './errors.ts';
@@ -38,6 +38,15 @@ export function authenticateUser(services: { auth: Pick<AuthService, 'activeUser
     }
     next();
   };
+}
+
+/**
+ * What the signed-in caller proved themselves with: the browser session, or the access token
+ * (its id). A two-factor setup belongs to it (src/auth/two-factor.ts).
+ */
+export function credentialOf(req: Request, res: Response): { kind: 'session'; sid: string } | { kind: 'token'; jti: string } {
+  const token = res.locals.accessToken as { jti: string } | undefined;
+  return res.locals.authMethod === 'bearer' && token ? { kind: 'token', jti: token.jti } : { kind: 'session', sid: req.sessionID };
 }
 
 /** The user `authenticateUser` found; only call after `requireUser` or `requireAdmin`. */

@@ -66,7 +66,12 @@ export const totpSetup = z.object({
   otpauth_uri: z.string(),
   qr_svg: z.string().describe('The otpauth URI as an SVG QR code'),
 });
-export const totpEnabled = z.object({ totp_enabled: z.literal(true), recovery_codes: z.array(z.string()).describe('Shown this once') });
+export const totpEnabled = z.object({
+  totp_enabled: z.literal(true),
+  recovery_codes: z.array(z.string()).describe('Shown this once'),
+  access_token: z.object({ token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int() }).optional()
+    .describe('Only when an access token asked: every access token stopped working, this one replaces it'),
+});
 export const totpDisabled = z.object({ totp_enabled: z.literal(false) });
 
 export const webhook = z.object({

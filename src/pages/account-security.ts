@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
 import { lockWarning } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
 import { clientIp } from '../http/client-ip.ts';
+import { credentialOf } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
@@ -67,7 +68,8 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
   async function render(req: Request, res: Response, options: { status?: number; form?: CodeForm; error?: unknown; revealed?: Revealed; flash?: FlashMessage[] } = {}) {
     const user = res.locals.user as UserRecord;
     const status = await twoFactor.status(user);
-    const pending = status.totp_enabled ? null : await twoFactor.pendingSetup(user);
+    // only this session's own setup: another session's (or a token's) is never shown here
+    const pending = status.totp_enabled ? null : await twoFactor.pendingSetup(user, credentialOf(req, res));
     // codes left in the session by an earlier version (see SessionData above)
     if (req.session.revealedRecoveryCodes) delete req.session.revealedRecoveryCodes;
     const err = options.error;
@@ -110,7 +112,7 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     render(req, res, { revealed, flash: [{ type: 'success', text }] });
 
   const setup: RequestHandler = async (req, res) => {
-    await twoFactor.startSetup(res.locals.user as UserRecord, context(req));
+    await twoFactor.startSetup(res.locals.user as UserRecord, context(req), credentialOf(req, res));
     res.redirect(303, `${SECURITY_PATH}#setup`);
   };
 
@@ -118,7 +120,8 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     const { code, current_password: password } = input(res, securityEnableSchema);
     const user = res.locals.user as UserRecord;
     await deps.auth.confirmPassword(user, password, { ...context(req), via: 'totp_enable' });
-    const { recovery_codes } = await twoFactor.enable(user, code, context(req));
+    // the other sessions end; this one stays (src/auth/two-factor.ts)
+    const { recovery_codes } = await twoFactor.enable(user, code, context(req), credentialOf(req, res));
     await renderRevealed(req, res, { codes: recovery_codes, reason: 'enabled' },
       'Two-step verification is on. From now on, signing in asks for a code from your app.');
   };

@@ -62,6 +62,9 @@ function kinds(config: PruneConfig): Kind[] {
     // minutes later (an instance whose clock is behind the database's still honours exp until then).
     { tables: ['revoked_access_tokens'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
       batch: (q, a, n, after) => deleteBatch(q, 'revoked_access_tokens', a, n, after), count: (q, a) => countPrunable(q, 'revoked_access_tokens', a) },
+    // An expired two-factor setup is never read (auth/totp-pending-queries.ts): it goes at once.
+    { tables: ['totp_pending'], ageSeconds: 0,
+      batch: (q, a, n, after) => deleteBatch(q, 'totp_pending', a, n, after), count: (q, a) => countPrunable(q, 'totp_pending', a) },
   ];
 }
 

@@ -4,6 +4,7 @@ import type { PasswordChanger } from '../auth/password-service.ts';
 import { changePasswordSchema } from '../auth/schemas.ts';
 import { publicUser } from '../auth/service.ts';
 import { pendingPasswordChange, renewSessionAfterChange } from '../auth/session.ts';
+import { credentialOf } from '../http/auth-guards.ts';
 import { AppError } from '../http/errors.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, limited, unauthenticated } from '../openapi/operation.ts';
@@ -44,9 +45,10 @@ export const USER_ROUTES = [
   route({
     method: 'post', path: '/api/user/2fa/setup', tag: 'User', access: 'user', limit: 'user',
     summary: 'Start two-factor enrollment: a new TOTP secret',
+    description: 'The secret belongs to the session or access token that asked, for 10 minutes: only it is shown the setup again (on /account/security) and may turn it on. A new setup replaces its own earlier one. A password change or reset and a sign-out everywhere forget it.',
     responses: { 200: { description: 'Secret, otpauth URI and QR code', schema: R.totpSetup }, 401: unauthenticated, 409: err('Already enabled'), 429: limited },
     handle: ({ auth }) => async ({ req, res, user: me }) => {
-      res.json(await auth.twoFactor.startSetup(me, ctx(req)));
+      res.json(await auth.twoFactor.startSetup(me, ctx(req), credentialOf(req, res)));
     },
   }),
   route({
@@ -56,16 +58,19 @@ export const USER_ROUTES = [
     body: twoFactorEnableSchema,
     example: { code: '123456', current_password: 'correct horse battery' },
     responses: {
-      200: { description: 'Enabled; emits user.2fa_enabled', schema: R.totpEnabled },
+      200: { description: 'Enabled; emits user.2fa_enabled. Every other session of the user ends and every access token stops working (user.logout); the calling session stays, and a calling access token is given its successor (`access_token`)', schema: R.totpEnabled },
       400: err('Invalid code (`invalid_totp`), a code already used (`totp_reused`), or body. A refused code counts toward the lock and carries `attempts_remaining` (the one that locks: `locked: true` and `remaining_minutes`)', { error: 'invalid_totp', message: 'The two-factor code is invalid.', attempts_remaining: 3 }),
       401: err('Wrong current password (`invalid_credentials`; the one that locks with `locked: true` and `remaining_minutes`), or nobody signed in (`unauthenticated`)', { error: 'invalid_credentials', message: 'Invalid login or password' }),
-      409: err('Already enabled, or no setup started'),
+      409: err('Already enabled (`totp_already_enabled`), or no setup of this session or token (`totp_setup_required`: none started, expired after 10 minutes, or started by another session)'),
       423: err('Account locked', { error: 'account_locked', message: 'Too many failed sign-ins; try again in 30 minute(s)', remaining_minutes: 30 }),
       429: limited,
     },
     handle: ({ auth }) => async ({ req, res, body, user: me }) => {
       await auth.confirmPassword(me, body.current_password, { ...ctx(req), via: 'totp_enable' });
-      res.json({ totp_enabled: true, ...(await auth.twoFactor.enable(me, body.code, ctx(req))) });
+      const owner = credentialOf(req, res);
+      const { recovery_codes, credentialsVersion } = await auth.twoFactor.enable(me, body.code, ctx(req), owner);
+      // every access token stopped working, the one that asked too: it is given its successor
+      res.json({ totp_enabled: true, recovery_codes, ...(owner.kind === 'token' ? { access_token: auth.issueAccessToken(me, credentialsVersion) } : {}) });
     },
   }),
   route({

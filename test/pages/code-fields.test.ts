@@ -19,8 +19,8 @@ describe('code fields of the pages', () => {
   it('lets a keyboard type letters in every code field that takes a recovery code (inputmode text, one-time-code)', async () => {
     const user = await makeUser(app);
     const ctx = { ipAddress: '127.0.0.1', userAgent: null };
-    const { secret } = await app.services.auth.twoFactor.startSetup(user, ctx);
-    await app.services.auth.twoFactor.enable(user, await totpCode(secret, -1), ctx);
+    const { secret } = await app.services.auth.twoFactor.startSetup(user, ctx, { kind: 'session', sid: 'test-setup' });
+    await app.services.auth.twoFactor.enable(user, await totpCode(secret, -1), ctx, { kind: 'session', sid: 'test-setup' });
 
     const s = formSession(app.app);
     const login = await s.get('/login?next=/account/security');

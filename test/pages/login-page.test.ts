@@ -188,9 +188,9 @@ describe('the sign-in page (HTTP level)', () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
     const record = (await app.services.auth.activeUser(user.id))!;
-    const { secret } = await app.services.auth.twoFactor.startSetup(record, { ipAddress: '127.0.0.1', userAgent: null });
+    const { secret } = await app.services.auth.twoFactor.startSetup(record, { ipAddress: '127.0.0.1', userAgent: null }, { kind: 'session', sid: 'test-setup' });
     // enable with the previous step's code, so the current step is still unused for the sign-in
-    await app.services.auth.twoFactor.enable(record, await generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 }), { ipAddress: '127.0.0.1', userAgent: null });
+    await app.services.auth.twoFactor.enable(record, await generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 }), { ipAddress: '127.0.0.1', userAgent: null }, { kind: 'session', sid: 'test-setup' });
 
     const { s, answer: step2 } = await submitLogin(app, client, user.username, user.password, { state: 'st' });
     expect(step2.status).toBe(200);

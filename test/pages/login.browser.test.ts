@@ -135,8 +135,8 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     const user = await makeUser(app);
     const record = (await app.services.auth.activeUser(user.id))!;
     const ctx = { ipAddress: '127.0.0.1', userAgent: null };
-    const { secret } = await app.services.auth.twoFactor.startSetup(record, ctx);
-    await app.services.auth.twoFactor.enable(record, await generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 }), ctx);
+    const { secret } = await app.services.auth.twoFactor.startSetup(record, ctx, { kind: 'session', sid: 'test-setup' });
+    await app.services.auth.twoFactor.enable(record, await generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 }), ctx, { kind: 'session', sid: 'test-setup' });
 
     const context = await newContext(browser);
     const page = await context.newPage();

@@ -170,9 +170,9 @@ describe.skipIf(browserMissing)('account security page in Chromium', () => {
 
   it('turns two-step verification off with a code from the app', async () => {
     const user = await makeUser(app);
-    const { secret } = await app.services.auth.twoFactor.startSetup(user, { ipAddress: '127.0.0.1', userAgent: null });
+    const { secret } = await app.services.auth.twoFactor.startSetup(user, { ipAddress: '127.0.0.1', userAgent: null }, { kind: 'session', sid: 'test-setup' });
     // three codes of three steps (the server accepts one step either side): enable, sign in, turn off
-    await app.services.auth.twoFactor.enable(user, await totpCode(secret, -1), { ipAddress: '127.0.0.1', userAgent: null });
+    await app.services.auth.twoFactor.enable(user, await totpCode(secret, -1), { ipAddress: '127.0.0.1', userAgent: null }, { kind: 'session', sid: 'test-setup' });
     const page = await (await newContext(browser)).newPage();
     await signInPage(page, url, user.username, user.password, '/login?next=/account/security');
     await page.getByLabel('Authentication code').fill(await totpCode(secret));

@@ -14,14 +14,14 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, totp_pending: 1,
 };
 
 /**
  * Writes one set of rows straight into the tables, aged by their timestamps (the pruner
  * reads nothing but the rows and the database's clock): for each table, rows just past
  * the default retention (TOKEN_RETENTION 24h, WEBHOOK_RETENTION 30d, AUDIT_RETENTION 365d,
- * LOCKOUT_MINUTES 30, sessions at expiry, revoked access tokens 5 minutes after) and rows that must stay, with margins of minutes
+ * LOCKOUT_MINUTES 30, sessions and two-factor setups at expiry, revoked access tokens 5 minutes after) and rows that must stay, with margins of minutes
  * or more so a slow test run never ages a kept row into a gone one.
  */
 export async function seed(app: TestApp): Promise<Seeded> {
@@ -81,6 +81,14 @@ export async function seed(app: TestApp): Promise<Seeded> {
     return jti;
   };
 
+  const setup = async (expiresIn: string) => {
+    const owner = `session:${unique('setup')}`;
+    await db.query(
+      "INSERT INTO totp_pending (owner, user_id, secret, created_at, expires_at) VALUES ($1, $2, 'JBSWY3DPEHPK3PXP', now() + $3::interval - interval '10 minutes', now() + $3::interval)",
+      [owner, user.id, expiresIn]);
+    return owner;
+  };
+
   const gone = {
     sso_tokens: [
       await token('-25 hours', 'used'), await token('-25 hours', 'invalidated'), await token('-25 hours', 'notified'),
@@ -91,6 +99,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     login_attempts: [await login('31 days', null), await login('35 minutes', '-5 minutes')],
     sessions: [await session('-1 second')],
     revoked_access_tokens: [await revoked('-10 minutes')],
+    totp_pending: [await setup('-1 second')],
   };
   const kept = {
     sso_tokens: [
@@ -107,6 +116,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     sessions: [await session('1 hour')],
     // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
+    totp_pending: [await setup('5 minutes')],
   };
   return { gone, kept };
 }
@@ -118,6 +128,7 @@ const KEYS: Record<string, [string, string]> = {
   login_attempts: ['login_attempts', 'login'],
   sessions: ['sessions', 'sid'],
   revoked_access_tokens: ['revoked_access_tokens', 'jti'],
+  totp_pending: ['totp_pending', 'owner'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */
