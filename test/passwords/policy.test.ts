@@ -21,4 +21,14 @@ describe('the password policy', () => {
     expect(passwordPolicyProblem('ALICE.SMITH', 10, owner)).toBe('The password must not be the username.');
     expect(passwordPolicyProblem(' alice.smith@example.com ', 10, owner)).toBe('The password must not be the email address.');
   });
+
+  it('refuses a password containing the username or the email local part, case-insensitively, parts of 3 characters or more', () => {
+    const owner = { username: 'alice', email: 'a.smith@example.com' };
+    expect(passwordPolicyProblem('alice1', 6, owner), 'refused, as a common password too').not.toBe(null);
+    expect(passwordPolicyProblem('Alice.7291', 6, owner)).toBe('The password must not contain the username.');
+    expect(passwordPolicyProblem('My ALICE password 9', 10, owner)).toBe('The password must not contain the username.');
+    expect(passwordPolicyProblem('correct a.Smith battery', 10, owner)).toMatch(/must not contain the first part of the email address/);
+    expect(passwordPolicyProblem('albatross trees', 10, { username: 'al', email: 'ab@example.com' }), 'two-letter parts do not count').toBe(null);
+    expect(passwordPolicyProblem('fine fine fine', 10, { username: 'bob', email: 'bob@example.com' })).toBe(null);
+  });
 });
