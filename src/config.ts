@@ -115,7 +115,7 @@ export const configSchema = z.object({
   RATE_LIMIT_TOKEN_PER_MIN: int(1).default(100),
   /** User management and admin API, requests per minute per authenticated user. */
   RATE_LIMIT_USER_PER_MIN: int(1).default(50),
-  /** Failed client authentications (wrong client_id or secret) per minute per IP address; past them the address is refused for the rest of the minute. */
+  /** Failed client authentications (wrong client_id or secret) per minute per IP address and client id; past them that address's failures at that client id are answered 429 for the rest of the minute (right credentials are always served). */
   RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN: int(1).default(20),
   /** Consecutive failed logins that lock an account. */
   LOCKOUT_THRESHOLD: int(1, 100).default(5),

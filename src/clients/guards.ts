@@ -15,7 +15,7 @@ export function authenticatedClient(res: { locals: Record<string, unknown> }): C
 const credentialsOf = (res: { locals: Record<string, unknown> }) => res.locals.input as { client_id: string; client_secret: string };
 
 function tooManyFailures(retryAfter: number): AppError {
-  return new AppError(429, 'rate_limited', 'Too many failed client authentications from this address; try again later', {
+  return new AppError(429, 'rate_limited', 'Too many failed client authentications for this client from this address; try again later', {
     extra: { retry_after: retryAfter },
     headers: { 'Retry-After': String(retryAfter) },
   });
@@ -23,8 +23,9 @@ function tooManyFailures(retryAfter: number): AppError {
 
 /**
  * Requires valid client_id and client_secret in the (validated) JSON body: 401 invalid_client.
- * Each failure counts toward `failures`, per caller address: past its limit that address is
- * answered 429 rate_limited, before its credentials are looked at, until the window ends.
+ * Each failure counts toward `failures`, per caller address and client id: past its limit the
+ * failures of that address at that client id are answered 429 rate_limited until the window
+ * ends. Right credentials are never refused for failures.
  * With `kept`, a client record kept in memory may decide (src/clients/cache.ts): only for
  * the hot routes, whose statements write only while the client's row is the one the record
  * was read from and whose refusals `onCurrentClient` confirms (res.locals.clientConfirmed
@@ -35,16 +36,18 @@ export function authenticateClient(clients: ClientService, failures: FailureLimi
     ? (id: string, secret: string) => clients.authenticateClientFast(id, secret)
     : async (id: string, secret: string) => ({ client: await clients.authenticateClient(id, secret), confirmed: true });
   return async (req, res, next) => {
-    const address = clientIp(req);
-    const wait = failures.refusedFor(address);
-    if (wait > 0) throw tooManyFailures(wait);
     const body = credentialsOf(res);
     let checked: { client: ClientRecord; confirmed: boolean };
     try {
       checked = await check(body.client_id, body.client_secret);
     } catch (err) {
       if (!(err instanceof AppError && err.code === 'invalid_client')) throw err;
-      const refused = await failures.count(address);
+      // only a failure is limited, and only at the client id it guessed at: the right
+      // credentials are served whatever other requests from this address did
+      const address = clientIp(req);
+      const wait = failures.refusedFor(address, body.client_id);
+      if (wait > 0) throw tooManyFailures(wait);
+      const refused = await failures.count(address, body.client_id);
       throw refused > 0 ? tooManyFailures(refused) : err;
     }
     res.locals.client = checked.client;

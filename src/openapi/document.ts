@@ -90,8 +90,8 @@ function implicitResponses(op: Operation): Record<number, DocResponse> {
   }
   if (op.limit && op.limit !== 'none') r[429] = page ? pageError('Rate limited; see Retry-After') : limited;
   if (op.access === 'client' || op.access === 'client+ip') {
-    r[429] ??= err('Too many failed client authentications from this address (`rate_limited`); see Retry-After',
-      { error: 'rate_limited', message: 'Too many failed client authentications from this address; try again later', retry_after: 42 });
+    r[429] ??= err('Too many failed client authentications for this client from this address (`rate_limited`); see Retry-After',
+      { error: 'rate_limited', message: 'Too many failed client authentications for this client from this address; try again later', retry_after: 42 });
   }
   // NUL and lone surrogates in the path, query or body are refused before any route code runs
   r[400] ??= page ? pageError('The path, query or form holds text that cannot be stored') : err('The path, query or body holds text that cannot be stored (`validation_error`)');

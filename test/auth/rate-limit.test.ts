@@ -75,23 +75,40 @@ describe('rate limits', () => {
     expect((await validate(other)).status, 'the other client still reaches the validator').toBe(401);
   });
 
-  it('refuses an address after too many failed client authentications, even with the right secret; successes do not count; another address is unaffected', async () => {
+  it('refuses the failures of an address at a client id past the limit; successes do not count; right secrets are always served', async () => {
     const user = await makeUser(app);
     const client = await makeClient(app, { allowedIps: ['127.0.0.0/8'] });
     const issue = (from: string, body: Record<string, string>) =>
       send(app.app, '/api/sso/token', { method: 'POST', body: { client_id: client.client_id, client_secret: client.client_secret, username: user.username, ...body }, localAddress: from });
     for (let i = 0; i < 5; i++) expect((await issue('127.0.0.5', {})).status, 'a success is no failure').toBe(200);
-    // a wrong secret and an unknown client id both count
-    expect((await issue('127.0.0.5', { client_secret: 'wrong' })).status).toBe(401);
-    expect((await issue('127.0.0.5', { client_id: unique('nope').toLowerCase() })).status).toBe(401);
-    expect((await issue('127.0.0.5', { client_secret: 'wrong' })).status).toBe(401);
+    for (let i = 0; i < 3; i++) expect((await issue('127.0.0.5', { client_secret: 'wrong' })).status).toBe(401);
     assertRefusedAddress(await issue('127.0.0.5', { client_secret: 'wrong' }));
-    assertRefusedAddress(await issue('127.0.0.5', {}));
+    expect((await issue('127.0.0.5', {})).status, 'the right secret from that address is served').toBe(200);
     const validated = await send(app.app, '/api/sso/validate', {
-      method: 'POST', body: { client_id: client.client_id, client_secret: client.client_secret, token: 'not.a.token' }, localAddress: '127.0.0.5',
+      method: 'POST', body: { client_id: client.client_id, client_secret: 'wrong', token: 'not.a.token' }, localAddress: '127.0.0.5',
     });
     assertRefusedAddress(validated);
-    expect((await issue('127.0.0.6', {})).status, 'another address is heard').toBe(200);
+    expect((await issue('127.0.0.6', { client_secret: 'wrong' })).status, 'another address has its own count').toBe(401);
+    const unknown = unique('nope').toLowerCase();
+    expect((await issue('127.0.0.5', { client_id: unknown })).status, 'another client id has its own count').toBe(401);
+  });
+
+  it('30 wrong secrets from one address leave other clients, and the same client with its right secret, served from it', async () => {
+    const user = await makeUser(app);
+    const [guessed, neighbour] = [await makeClient(app, { allowedIps: ['127.0.0.0/8'] }), await makeClient(app, { allowedIps: ['127.0.0.0/8'] })];
+    const issue = (client: { client_id: string }, secret: string) =>
+      send(app.app, '/api/sso/token', { method: 'POST', body: { client_id: client.client_id, client_secret: secret, username: user.username }, localAddress: '127.0.0.7' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push((await issue(guessed, `wrong-${i}`)).status);
+    expect(statuses.slice(0, 3)).toStrictEqual([401, 401, 401]);
+    expect(new Set(statuses.slice(3)), 'the wrong secrets past the limit are refused').toStrictEqual(new Set([429]));
+    expect((await issue(neighbour, neighbour.client_secret)).status, 'another client from that address').toBe(200);
+    expect((await issue(guessed, guessed.client_secret)).status, 'the same client with its right secret').toBe(200);
+    const validated = await send(app.app, '/api/sso/validate', {
+      method: 'POST', body: { client_id: neighbour.client_id, client_secret: neighbour.client_secret, token: 'not.a.token' }, localAddress: '127.0.0.7',
+    });
+    expect([validated.status, validated.body.error]).toStrictEqual([401, 'invalid_token']);
+    assertRefusedAddress(await issue(guessed, 'wrong-again'));
   });
 
   it('limits user endpoints per signed-in user', async () => {
@@ -128,7 +145,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set')('rate l
     assertRateLimited(await validate(second));
   });
 
-  it('counts failed client authentications of one address across two instances', async () => {
+  it('counts failed client authentications of one address at one client across two instances', async () => {
     const client = await makeClient(first);
     const ip = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(1).toString('hex')}00::1`;
     const validate = (app: TestApp, secret: string) => app.http.post('/api/sso/validate',
@@ -136,7 +153,7 @@ describe.skipIf(!process.env.TEST_REDIS_URL && 'TEST_REDIS_URL not set')('rate l
     for (let i = 0; i < 3; i++) expect((await validate(i % 2 === 0 ? first : second, 'wrong')).status, `failure ${i + 1}`).toBe(401);
     assertRefusedAddress(await validate(second, 'wrong'));
     assertRefusedAddress(await validate(first, 'wrong'));
-    assertRefusedAddress(await validate(first, client.client_secret));
+    expect((await validate(first, client.client_secret)).status, 'the right secret is served (an invalid token)').toBe(401);
   });
 
   it('counts logins of one IP across two instances', async () => {
