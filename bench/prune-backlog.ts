@@ -26,6 +26,7 @@ import {
   benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, SERVICE_ROOT, serviceEntry, settleDatabase,
   startProcess, stopProcess,
 } from './support.ts';
+import { freePort } from '../test/helpers/http.ts';
 
 const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 1_000_000);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -94,9 +95,9 @@ async function validate(phase: string, url: string, creds: object, tokens: strin
   return { phase, requests: r.requests.total, 'req/s': Math.round(r.requests.total / seconds), p50_ms: at(0.5), p99_ms: at(0.99), non2xx: r.non2xx };
 }
 
-/** Rows the service has pruned so far, from its metrics. */
-async function prunedSoFar(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+/** Rows the service has pruned so far, from its metrics listener at `metricsBase` (METRICS_PORT). */
+async function prunedSoFar(metricsBase: string): Promise<number> {
+  const text = await (await fetch(`${metricsBase}/metrics`)).text();
   return [...text.matchAll(/^auth_pruned_rows_total\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
@@ -105,8 +106,10 @@ async function main() {
   const sql = new pg.Client({ connectionString: database.url });
   let service: Awaited<ReturnType<typeof startProcess>> | undefined;
   try {
-    service = await startProcess(serviceEntry(), benchServiceEnv(database.url, { PRUNE_INTERVAL: '1s' }), '/readyz', SERVICE_ROOT);
+    const metricsPort = await freePort();
+    service = await startProcess(serviceEntry(), benchServiceEnv(database.url, { PRUNE_INTERVAL: '1s', METRICS_PORT: String(metricsPort) }), '/readyz', SERVICE_ROOT);
     const base = `http://127.0.0.1:${service.port}`;
+    const metricsBase = `http://127.0.0.1:${metricsPort}`;
     const { creds, userId } = createBenchClient(database.url);
     await sql.connect();
 
@@ -125,22 +128,22 @@ async function main() {
     // service's passes leave it alone until the locks go.
     const locks = [...new Map(PRUNED_TABLES.map((t) => [pruneLockOf(t).join(), pruneLockOf(t)])).values()];
     for (const [lockClass, kind] of locks) await sql.query('SELECT pg_advisory_lock($1::int, $2::int)', [lockClass, kind]);
-    const before = await prunedSoFar(base);
+    const before = await prunedSoFar(metricsBase);
     const written = await writeBacklog(sql, ROWS, userId, creds.client_id);
     const total = Object.values(written).reduce((a, b) => a + b, 0);
     await settleDatabase(database.url);
     const quiet = await validate('without pruning', `${base}/api/sso/validate`, creds, tokens.slice(0, half));
-    if ((await prunedSoFar(base)) !== before) throw new Error('the service pruned while the locks were held');
+    if ((await prunedSoFar(metricsBase)) !== before) throw new Error('the service pruned while the locks were held');
 
     await sql.query('SELECT pg_advisory_unlock_all()');
     const deadline = Date.now() + 30_000;
-    while ((await prunedSoFar(base)) === before) {
+    while ((await prunedSoFar(metricsBase)) === before) {
       if (Date.now() > deadline) throw new Error('the service did not start pruning the backlog within 30 s');
       await new Promise((r) => setTimeout(r, 100));
     }
-    const atStart = await prunedSoFar(base);
+    const atStart = await prunedSoFar(metricsBase);
     const busy = await validate(`with ${total.toLocaleString('en')} rows to prune`, `${base}/api/sso/validate`, creds, tokens.slice(half));
-    const duringPhase = (await prunedSoFar(base)) - atStart;
+    const duringPhase = (await prunedSoFar(metricsBase)) - atStart;
 
     console.log(`backlog written: ${JSON.stringify(written)} (${total.toLocaleString('en')} rows)`);
     console.table([quiet, busy]);

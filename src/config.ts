@@ -76,6 +76,16 @@ export const configSchema = z.object({
   PORT: int(0, 65535).default(3000),
   /** Interface the HTTP server binds to. */
   HOST: z.string().min(1).default('0.0.0.0'),
+  /**
+   * Port of the metrics listener (Prometheus text at /metrics), a listener of its own: the
+   * public port answers /metrics as any unknown page. Unset: metrics are not served; 0: any
+   * free port (logged at start).
+   */
+  METRICS_PORT: int(0, 65535).optional(),
+  /** Interface the metrics listener binds to: loopback unless set (an internal address for a Prometheus elsewhere). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** When set, the metrics listener answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); at least 16 characters. */
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   /** PostgreSQL connection string; unset runs the embedded database (PGlite) under DATA_DIR. */
   DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   /**

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   if (envFile.path) logger.info({ file: envFile.path, keys: envFile.applied }, 'environment file read');
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
-  logger.info({ url: running.url, database: db.kind }, 'auth service listening');
+  logger.info({ url: running.url, ...(running.metricsUrl ? { metrics_url: running.metricsUrl } : {}), database: db.kind }, 'auth service listening');
   // first start on the embedded database outside production: a demo to click through
   const seeding = seedDemoOnFirstStart(running.services, config, running.url).then((demo) => {
     if (demo) console.log(demoBanner(demo));

@@ -10,6 +10,7 @@ import { assertSchemaUsable } from './db/schema-check.ts';
 import { createServices, type Services } from './deps.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
+import { metricsHandler, startMetricsListener } from './metrics/listener.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { startPruner } from './retention/pruner.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
@@ -23,6 +24,8 @@ import { AFTER_DRAIN_MS, DRAIN_MS } from './stop-budget.ts';
 export interface RunningService {
   server: http.Server;
   url: string;
+  /** Base URL of the metrics listener (METRICS_PORT), or undefined when it is off. */
+  metricsUrl?: string;
   services: Services;
   stop(): Promise<void>;
 }
@@ -45,6 +48,8 @@ async function withDeadline(work: Promise<unknown>, ms: number, onTimeout: () =>
 export interface ServiceInstance {
   app: Express;
   services: Services;
+  /** The metrics listener's requests (src/metrics/listener.ts): served on METRICS_PORT by startService, never by the app. */
+  metrics: http.RequestListener;
   /**
    * Stops the background workers while `drain` (in-flight requests) runs, and those that
    * carry on what requests started (webhook dispatcher, reset mail) once it is done, then
@@ -100,6 +105,7 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   return {
     app,
     services,
+    metrics: metricsHandler(services.deps.metrics, config.METRICS_TOKEN),
     async stop(drain) {
       // Every worker is waited for whatever another one does: one that fails to stop must not
       // let the caller close the database under the others.
@@ -134,15 +140,27 @@ export async function startService(config: Config, db: Db, logger: Logger): Prom
   });
   const { port } = server.address() as AddressInfo;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  // the metrics listener (METRICS_PORT) next: a port that cannot be had stops the start, as PORT does
+  const metrics = await startMetricsListener(config, instance.metrics, logger).catch(async (err: unknown) => {
+    await closer.close(0);
+    await instance.stop();
+    throw err;
+  });
   return {
     server,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    metricsUrl: metrics?.url,
     services: instance.services,
     async stop() {
       // Stop accepting and drain in-flight requests (at most DRAIN_MS) while the
       // sweep and the pruner finish their current batch; then the dispatcher its attempts (at
       // most its thread's stop grace): inside the 25 s server.ts allows before it forces an exit.
-      await instance.stop(closer.close(DRAIN_MS));
+      // Metrics are served until then: a scrape during the drain sees it.
+      try {
+        await instance.stop(closer.close(DRAIN_MS));
+      } finally {
+        await metrics?.close();
+      }
     },
   };
 }

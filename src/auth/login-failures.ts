@@ -21,9 +21,10 @@ export interface LoginInput {
 export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked';
 
 /**
- * The reason as /metrics shows it. That endpoint is anonymous, so an unknown name, a wrong
- * password and an inactive user are one label value: a scrape before and after a login must
- * not tell whether the name exists. The audit log and user.login_failed keep the precise reason.
+ * The reason as /metrics shows it. That endpoint is on a listener of its own (METRICS_PORT,
+ * docs/metrics.md), but a scrape may still reach more hands than the audit log: an unknown
+ * name, a wrong password and an inactive user are one label value, so a scrape before and after
+ * a login does not tell whether the name exists. The audit log and user.login_failed keep the precise reason.
  */
 export function metricFailureReason(reason: FailureReason): 'invalid_credentials' | 'invalid_totp' | 'account_locked' {
   return reason === 'invalid_totp' || reason === 'account_locked' ? reason : 'invalid_credentials';

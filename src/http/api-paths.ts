@@ -10,8 +10,8 @@
 /** `/api` and everything under it, as `app.use('/api', …)` matches (src/app.ts). */
 const API = /^\/api(?:\/|$)/i;
 
-/** The probes, as their routes match (src/health/routes.ts, src/metrics/http.ts). */
-const PROBES = /^\/(?:healthz|readyz|metrics)\/?$/i;
+/** The probes, as their routes match (src/health/routes.ts). Metrics have a listener of their own (src/metrics/listener.ts). */
+const PROBES = /^\/(?:healthz|readyz)\/?$/i;
 
 /**
  * Whether Express routes `pathname` (a request's `req.path`) to the JSON API or a probe: the
@@ -22,7 +22,7 @@ export function isApiPath(pathname: string): boolean {
   return API.test(pathname) || PROBES.test(pathname);
 }
 
-/** Whether Express routes `pathname` to a probe (/healthz, /readyz, /metrics). */
+/** Whether Express routes `pathname` to a probe (/healthz, /readyz). */
 export function isProbePath(pathname: string): boolean {
   return PROBES.test(pathname);
 }

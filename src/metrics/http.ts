@@ -1,5 +1,4 @@
 import type { Request, RequestHandler } from 'express';
-import { route } from '../routes/declare.ts';
 import type { Metrics } from './metrics.ts';
 import { whenResponseDone } from '../http/response-done.ts';
 
@@ -40,18 +39,3 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
     next();
   };
 }
-
-/** GET /metrics in the Prometheus text format. */
-export const METRICS_ROUTES = [
-  route({
-    method: 'get', path: '/metrics', tag: 'Operations', access: 'public', limit: 'none', cacheable: true, sessionless: true,
-    summary: 'Prometheus metrics (keep off the public network)',
-    responses: { 200: { description: 'Prometheus text format', mediaType: 'text/plain' } },
-    handle: ({ deps: { metrics } }) => async ({ res }) => {
-      const body = await metrics.registry.metrics();
-      res.setHeader('Content-Type', metrics.registry.contentType);
-      res.setHeader('Cache-Control', 'no-store');
-      res.send(body);
-    },
-  }),
-];

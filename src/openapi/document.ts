@@ -17,7 +17,7 @@ const ACCESS_TEXT: Record<Operation['access'], string> = {
   'page-admin': 'A page for an administrator (browser session; otherwise 303 to /login, 403 without role admin); POST forms carry the CSRF token `_csrf`.',
 };
 /** Routes that answer without the database or Redis, so never with an outage. */
-const NO_STORE_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/api/openapi.json', '/docs']);
+const NO_STORE_PATHS = new Set(['/healthz', '/readyz', '/api/openapi.json', '/docs']);
 const OUTAGE_DESCRIPTION = 'service_unavailable: the database (or Redis) cannot be reached or timed out; nothing was done. '
   + 'Try again after the Retry-After header\'s seconds. A browser gets a short "try again" page.';
 

@@ -3,7 +3,6 @@ import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
 import { AUTH_ROUTES } from '../auth/routes.ts';
 import { HEALTH_ROUTES } from '../health/routes.ts';
 import { LINK_ROUTES } from '../links/routes.ts';
-import { METRICS_ROUTES } from '../metrics/http.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
 import { PAGE_ROUTES } from '../pages/routes.ts';
@@ -19,7 +18,6 @@ import type { AnyRoute } from './declare.ts';
  */
 export const ROUTES: readonly AnyRoute[] = [
   ...HEALTH_ROUTES,
-  ...METRICS_ROUTES,
   ...OPENAPI_ROUTES,
   ...SSO_ROUTES,
   ...LINK_ROUTES,

@@ -24,6 +24,8 @@ export interface TestApp {
   /** Connection string of the test database (PostgreSQL runs only). */
   databaseUrl?: string;
   http: ReturnType<typeof client>;
+  /** Requests to the metrics listener's handler (METRICS_PORT in production; the public app has no /metrics). */
+  metrics: ReturnType<typeof client>;
   /**
    * Serves the app on a loopback port and returns its base URL (for a browser or a client
    * that needs a real URL); the same URL on later calls. `close` stops it.
@@ -76,6 +78,7 @@ export async function startTestApp(
     config,
     databaseUrl: owned?.url ?? options.databaseUrl,
     http: client(instance.app),
+    metrics: client(instance.metrics),
     listen() {
       url ??= new Promise<string>((resolve, reject) => {
         server = createServer(instance.app);

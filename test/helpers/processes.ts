@@ -19,16 +19,19 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
  * Starts `src/server.ts` as a real process with PORT=0 and waits for its "listening" log
  * line, which names the URL.
  */
-export async function startServerProcess(env: Record<string, string | undefined>): Promise<{ child: ChildProcess; url: string; output: () => string; stop(): Promise<number | null> }> {
+export async function startServerProcess(env: Record<string, string | undefined>): Promise<{
+  child: ChildProcess; url: string; metricsUrl?: string; output: () => string; stop(): Promise<number | null>;
+}> {
   const child = spawn(process.execPath, [...TSX, 'src/server.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const { url, output } = await listeningUrl(child);
+  const { url, metricsUrl, output } = await listeningUrl(child);
   return {
     child,
     url,
+    metricsUrl,
     output,
     async stop() {
       if (child.exitCode !== null) return child.exitCode;
@@ -41,22 +44,26 @@ export async function startServerProcess(env: Record<string, string | undefined>
 
 /**
  * Waits for a service process's "auth service listening" log line and returns the URL it
- * names, with the process's output so far (stdout and stderr); rejects if the process exits
+ * names (and its metrics listener's, when METRICS_PORT is set), with the process's output so far (stdout and stderr); rejects if the process exits
  * first or says nothing of the kind within 50 s (the embedded database under tsx has taken more
  * than 30 s to start on a 2-core machine busy with other tests; a test is given 60).
  */
-export async function listeningUrl(child: ChildProcess): Promise<{ url: string; output: () => string }> {
+export async function listeningUrl(child: ChildProcess): Promise<{ url: string; metricsUrl?: string; output: () => string }> {
   let out = '';
+  let metricsUrl: string | undefined;
   const url = await new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*auth service listening/.exec(out);
-      if (m) resolve(m[1]);
+      const m = /"url":"(http:\/\/[^"]+)"(?:,"metrics_url":"(http:\/\/[^"]+)")?[^\n]*auth service listening/.exec(out);
+      if (m) {
+        metricsUrl = m[2];
+        resolve(m[1]!);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
     setTimeout(() => reject(new Error(`server did not start: ${out}`)), 50_000).unref();
   });
-  return { url, output: () => out };
+  return { url, metricsUrl, output: () => out };
 }

@@ -209,7 +209,7 @@ describe('the fast path of token issue and validation', () => {
 
   it('times both under the route pattern, one metric series, and leaves none in flight', async () => {
     const labels = { method: 'POST', route: '/api/sso/validate', status: '401' };
-    const scrape = async () => parsePrometheus((await app.http.get('/metrics')).text);
+    const scrape = async () => parsePrometheus((await app.metrics.get('/metrics')).text);
     const before = await scrape();
     await bothWays('/api/sso/validate', () => json({ ...creds, token: 'not-a-jwt' }));
     await bothWays('/api/sso/validate', () => raw('{"client_id":'));

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { startService } from '../../src/service.ts';
+import { createMigratedDatabase, startTestApp, TEST_ENV, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { request } from '../helpers/http.ts';
 import { parsePrometheus, sampleValue } from './helpers/prometheus.ts';
@@ -16,13 +22,13 @@ describe('GET /metrics', () => {
   afterAll(() => app.close());
 
   const scrape = async () => {
-    const r = await app.http.get('/metrics');
+    const r = await app.metrics.get('/metrics');
     expect(r.status).toBe(200);
     return parsePrometheus(r.text);
   };
 
   it('answers in the Prometheus text format with process metrics', async () => {
-    const r = await app.http.get('/metrics');
+    const r = await app.metrics.get('/metrics');
     expect(r.status).toBe(200);
     expect(r.headers['content-type'] as string).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(r.text).toMatch(/# TYPE http_request_duration_seconds histogram/);
@@ -150,7 +156,7 @@ describe('GET /metrics', () => {
       let after = before;
       for (let i = 0; i < 500 && delta(after, 'failed') < 1; i++) {
         await new Promise((r) => setTimeout(r, 20));
-        after = parsePrometheus((await request(`${await app.listen()}/metrics`)).text);
+        after = parsePrometheus((await app.metrics.get('/metrics')).text);
       }
       expect(delta(after, 'succeeded')).toBe(1);
       expect(delta(after, 'retry'), 'the failing receiver was retried three times').toBe(3);
@@ -172,7 +178,7 @@ describe('GET /metrics: the failed client authentication limit', () => {
   it('counts its 429s as limiter client_auth (found by a review helper: they went uncounted)', async () => {
     const client = await makeClient(app, { allowedIps: ['198.51.100.0/24'] });
     const address = `198.51.100.${1 + Math.floor(Math.random() * 250)}`; // its own budget, refused only here
-    const scrape = async () => sampleValue(parsePrometheus((await app.http.get('/metrics')).text), 'auth_rate_limited_total', { limiter: 'client_auth' });
+    const scrape = async () => sampleValue(parsePrometheus((await app.metrics.get('/metrics')).text), 'auth_rate_limited_total', { limiter: 'client_auth' });
     const before = await scrape();
     const token = (secret: string) => app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: secret, username: 'x' }, { headers: { 'x-forwarded-for': address } });
     const statuses: number[] = [];
@@ -180,5 +186,65 @@ describe('GET /metrics: the failed client authentication limit', () => {
     statuses.push((await token(client.client_secret)).status); // the right secret is served (no user x)
     expect(statuses).toStrictEqual([401, 401, 429, 429, 404]);
     expect(await scrape() - before).toBe(2);
+  });
+});
+
+describe('metrics on a listener of their own', () => {
+  it('the public port answers /metrics as any unknown page, in any case and with a trailing slash', async () => {
+    const app = await startTestApp();
+    try {
+      const unknown = await app.http.get('/no-such-page');
+      for (const p of ['/metrics', '/METRICS', '/metrics/', '/metrics?x=1']) {
+        const r = await app.http.get(p);
+        expect(r.status, p).toBe(404);
+        expect(r.headers['content-type'], p).toBe(unknown.headers['content-type']);
+        expect(r.text, p).not.toMatch(/auth_|process_|# TYPE/);
+      }
+      expect((await app.metrics.get('/metrics')).status, 'the metrics handler serves them').toBe(200);
+      expect((await app.metrics.get('/api/health')).status, 'and nothing else').toBe(404);
+      expect((await app.metrics.post('/metrics', {})).status).toBe(405);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('startService serves Prometheus text on METRICS_PORT at METRICS_HOST, and stops it with the service', async () => {
+    const database = await createMigratedDatabase();
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-metrics-'));
+    const config = loadConfig({ ...TEST_ENV, DATA_DIR: dataDir, METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+    const running = await startService(config, database.db, pino({ level: 'silent' }));
+    try {
+      expect(running.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(running.metricsUrl).not.toBe(running.url);
+      const scraped = await request(`${running.metricsUrl}/metrics`);
+      expect(scraped.status).toBe(200);
+      expect(scraped.headers['content-type'] as string).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(scraped.text).toMatch(/# TYPE auth_lockouts_total counter/);
+      expect((await request(`${running.url}/metrics`)).status, 'the public port').toBe(404);
+      expect((await request(`${running.url}/healthz`)).status).toBe(200);
+    } finally {
+      await running.stop();
+    }
+    await expect(request(`${running.metricsUrl}/metrics`), 'closed with the service').rejects.toThrow(/ECONNREFUSED/);
+    await database.drop();
+  });
+
+  it('with METRICS_TOKEN a missing or wrong bearer token is 401, the right one 200', async () => {
+    const token = 'metrics-token-0123456789';
+    const app = await startTestApp({ METRICS_TOKEN: token });
+    try {
+      const missing = await app.metrics.get('/metrics');
+      expect(missing.status).toBe(401);
+      expect(missing.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+      expect(missing.text).not.toMatch(/auth_/);
+      for (const authorization of [`Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`, `Basic ${Buffer.from(`x:${token}`).toString('base64')}`, token]) {
+        expect((await app.metrics.get('/metrics', { headers: { authorization } })).status, authorization).toBe(401);
+      }
+      const right = await app.metrics.get('/metrics', { headers: { authorization: `Bearer ${token}` } });
+      expect(right.status).toBe(200);
+      expect(right.text).toMatch(/# TYPE http_request_duration_seconds histogram/);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -62,10 +62,11 @@ function seedTokenIssue(env: Record<string, string>, hookUrl: string) {
   });
 }
 
-/** Resolves once the server at `url` counts at least `n` requests in flight (this scrape included). */
-async function waitInFlight(url: string, n: number): Promise<void> {
+/** Resolves once the server counts at least `n` requests in flight, scraped from its metrics listener at `metricsUrl`. */
+async function waitInFlight(metricsUrl: string | undefined, n: number): Promise<void> {
+  if (!metricsUrl) throw new Error('the server has no metrics listener');
   for (;;) {
-    const m = parsePrometheus((await request(`${url}/metrics`)).text);
+    const m = parsePrometheus((await request(`${metricsUrl}/metrics`)).text);
     if (sampleValue(m, 'http_requests_in_flight') >= n) return;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -98,7 +99,7 @@ describe('graceful shutdown of the real server process', () => {
     // Requests held in flight: headers and half the body sent, on keep-alive connections.
     const agent = new http.Agent({ keepAlive: true });
     const held = Array.from({ length: 4 }, () => slowPost(`${server.url}/api/sso/token`, body, agent));
-    await waitInFlight(server.url, held.length + 1); // +1: this scrape
+    await waitInFlight(server.metricsUrl, held.length); // the scrape is on the metrics listener, not counted
 
     // Background load: complete requests, each on a fresh connection, until the port refuses.
     const answered: number[] = [];
@@ -163,7 +164,7 @@ describe('graceful shutdown of the real server process', () => {
       const body = await seedTokenIssue(env.env, receiver.hookUrl);
       const child = await startServerProcess(env.env);
       const held = slowPost(`${child.url}/api/sso/token`, body, agent);
-      await waitInFlight(child.url, 2); // the held request and this scrape
+      await waitInFlight(child.metricsUrl, 1); // the held request
       child.child.kill('SIGTERM');
       await waitUntilRefused(child.port);
       held.finish(); // issued now, while the instance drains: its user.login is handed to the dispatcher

@@ -20,7 +20,7 @@ describe('the background pass', () => {
     const rows = await seed(app);
     await eventually(async () => Object.values(await present(app.db, rows.gone)).every((keys) => keys.length === 0), 15_000, 'the background pass');
     expect(await present(app.db, rows.kept)).toStrictEqual(sorted(rows.kept));
-    const metrics = parsePrometheus((await app.http.get('/metrics')).text);
+    const metrics = parsePrometheus((await app.metrics.get('/metrics')).text);
     for (const [table, n] of Object.entries(SEEDED_COUNTS)) {
       expect(sampleValue(metrics, 'auth_pruned_rows_total', { table }), table).toBe(n);
     }

@@ -66,7 +66,7 @@ describe('the legacy /api/validate-token marks every answer as deprecated', () =
   });
 
   it('still counts a body refused before the route as unmatched, either way', async () => {
-    const scrape = async () => parsePrometheus((await app.http.get('/metrics')).text);
+    const scrape = async () => parsePrometheus((await app.metrics.get('/metrics')).text);
     const count = (samples: ReturnType<typeof parsePrometheus>, route: string) =>
       sampleValue(samples, 'http_request_duration_seconds_count', { method: 'POST', route, status: '400' });
     const before = await scrape();

@@ -16,13 +16,13 @@ import { startServerProcess as startListening } from '../../helpers/processes.ts
 /**
  * The environment of a real server process on a fresh database: on PostgreSQL a migrated copy
  * of the template (test/helpers/db.ts), else an embedded one in DATA_DIR that `seed` migrates.
- * PORT=0: the process takes a port of its own and names it (startServerProcess). A port
+ * PORT=0 and METRICS_PORT=0: the process takes ports of its own and names them (startServerProcess). A port
  * found free here could be taken by another test's connection or server before the process
  * binds it, and a probe of it then answered by that other server.
  */
 export async function prepareServerEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'auth-child-'));
-  const env: Record<string, string> = { ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const env: Record<string, string> = { ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
   if (process.env.TEST_DATABASE_URL) {
     const t = await createMigratedTestDatabase();
     env.DATABASE_URL = t.url!;
@@ -51,6 +51,8 @@ export async function seed<T>(env: Record<string, string>, fn: (services: Servic
 export interface ServerProcess {
   child: ChildProcess;
   url: string;
+  /** Base URL of its metrics listener (METRICS_PORT=0 in prepareServerEnv), when it has one. */
+  metricsUrl?: string;
   /** The port it listens on (the one it named). */
   port: number;
   output: () => string;
@@ -62,8 +64,8 @@ export interface ServerProcess {
  * "listening" log line, which names its port) and adds the port and its exit.
  */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const { child, url, output } = await startListening(env);
+  const { child, url, metricsUrl, output } = await startListening(env);
   const exited = child.exitCode !== null ? Promise.resolve(child.exitCode)
     : once(child, 'exit').then(([code]) => code as number | null);
-  return { child, url, port: Number(new URL(url).port), output, exited };
+  return { child, url, metricsUrl, port: Number(new URL(url).port), output, exited };
 }
