@@ -29,6 +29,12 @@ export interface RequiredTable {
    * start a service whose upserts fail (500s) or whose rules quietly stop holding.
    */
   unique?: readonly (readonly string[])[];
+  /**
+   * Column sets that must be unique among the rows a predicate picks: a valid unique index with
+   * exactly those columns and that predicate, `where` written as PostgreSQL prints it
+   * (pg_get_expr). One active link per name at a client (migrations/0029) rests on one.
+   */
+  partialUnique?: readonly { columns: readonly string[]; where: string }[];
 }
 
 export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
@@ -62,7 +68,8 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   user_client_links: {
     columns: ['user_id', 'client_id', 'external_username', 'created_at', 'status', 'confirmed_at', 'confirmed_by', 'username_key'],
     privileges: READ_WRITE,
-    unique: [['user_id', 'client_id'], ['client_id', 'username_key']],
+    unique: [['user_id', 'client_id']],
+    partialUnique: [{ columns: ['client_id', 'username_key'], where: "(status = 'active'::text)" }],
   },
   sessions: { columns: ['sid', 'sess', 'expire', 'user_id', 'created_at', 'last_seen_at'], privileges: READ_WRITE, unique: [['sid']] },
   revoked_access_tokens: { columns: ['jti', 'user_id', 'expires_at', 'revoked_at'], privileges: READ_WRITE, unique: [['jti']] },

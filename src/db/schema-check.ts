@@ -62,18 +62,23 @@ export async function findSchemaProblems(db: Queryable, required: Readonly<Recor
   const missingTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => !found.has(k));
   const disabledTriggers = wanted.map(([t, n]) => `${t}.${n}`).filter((k) => found.get(k) === false);
 
-  // a key is there when a valid, non-partial unique index (or the primary key) has exactly its columns
-  const keys = tables.filter((t) => columnsOf.has(t)).flatMap((t) => (required[t].unique ?? []).map((cols) => [t, [...cols].sort().join(',')] as const));
+  // a key is there when a valid unique index (or the primary key) has exactly its columns, and
+  // no predicate (unique) or exactly its predicate (partialUnique)
+  const keys = tables.filter((t) => columnsOf.has(t)).flatMap((t) => [
+    ...(required[t].unique ?? []).map((cols) => [t, [...cols].sort().join(','), ''] as const),
+    ...(required[t].partialUnique ?? []).map((k) => [t, [...k.columns].sort().join(','), k.where] as const),
+  ]);
   const missingKeys = (await db.query<{ key: string }>(
-    `SELECT x.table_name || '(' || x.cols || ')' AS key
-       FROM unnest($1::text[], $2::text[]) AS x(table_name, cols)
+    `SELECT x.table_name || '(' || x.cols || ')' || CASE WHEN x.pred = '' THEN '' ELSE ' WHERE ' || x.pred END AS key
+       FROM unnest($1::text[], $2::text[], $3::text[]) AS x(table_name, cols, pred)
       WHERE NOT EXISTS (
         SELECT 1 FROM pg_index i
-         WHERE i.indrelid = to_regclass(x.table_name) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+         WHERE i.indrelid = to_regclass(x.table_name) AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL
+           AND CASE WHEN x.pred = '' THEN i.indpred IS NULL ELSE pg_get_expr(i.indpred, i.indrelid) = x.pred END
            AND (SELECT string_agg(a.attname::text, ',' ORDER BY a.attname::text) FROM pg_attribute a
                  WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])) = x.cols
            AND i.indnkeyatts = cardinality(string_to_array(x.cols, ',')))`,
-    [keys.map(([t]) => t), keys.map(([, c]) => c)],
+    [keys.map(([t]) => t), keys.map(([, c]) => c), keys.map(([, , p]) => p)],
   )).rows.map((r) => r.key);
 
   const readOnly = await db.query<{ read_only: string }>(`SELECT current_setting('transaction_read_only') AS read_only`);

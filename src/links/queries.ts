@@ -76,37 +76,42 @@ export async function clientIsActive(q: Queryable, clientId: string): Promise<bo
 }
 
 /**
- * Inserts a pending link, unless the name (normalized) is held or pending for anyone at that
- * client, or is another user's own username: then nothing is inserted and null comes back.
- * The unique index decides between links, so two users racing for one name cannot both get
- * it; a token without an active link carries its user's own username, so a link to another
- * user's username would give two users one name at the client.
+ * Inserts a pending link whatever the name: a claim holds nothing (only an active link does,
+ * by the partial unique index of migrations/0029), so it neither conflicts with nor tells of
+ * anyone else's claim, link or username. Null only when the user has a link at that client
+ * already (the same claim sent twice at once: the other one's row won).
  */
 export async function insertPendingLink(q: Queryable, userId: number, clientId: string, name: string): Promise<LinkRow | null> {
   const r = await q.query<LinkRow>(
     `INSERT INTO user_client_links AS l (user_id, client_id, external_username, username_key, status)
-     SELECT $1, $2, $3, $4, 'pending'
-      WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.username = $4 AND u.id <> $1)
-     ON CONFLICT DO NOTHING
+     VALUES ($1, $2, $3, $4, 'pending')
+     ON CONFLICT (user_id, client_id) DO NOTHING
      RETURNING ${LINK_COLUMNS}`,
     [userId, clientId, name, linkNameKey(name)],
   );
   return r.rows[0] ?? null;
 }
 
-/** Whether the name of the user's link at a client system is another user's own username (made since the claim). */
-export async function linkNameIsAnotherUsersUsername(q: Queryable, userId: number, clientId: string): Promise<boolean> {
+/**
+ * Whether the name of the user's link at a client system belongs to someone else there:
+ * another user's own username (a token without a link carries it), or another user's active
+ * link of the same name. Asked before a claim is proven.
+ */
+export async function linkNameHeldByAnother(q: Queryable, userId: number, clientId: string): Promise<boolean> {
   const r = await q.query(
-    `SELECT 1 FROM user_client_links l JOIN users u ON u.username = l.username_key AND u.id <> l.user_id
-      WHERE l.user_id = $1 AND l.client_id = $2`,
+    `SELECT 1 FROM user_client_links l
+      WHERE l.user_id = $1 AND l.client_id = $2
+        AND (EXISTS (SELECT 1 FROM users u WHERE u.username = l.username_key AND u.id <> l.user_id)
+          OR EXISTS (SELECT 1 FROM user_client_links o
+                      WHERE o.client_id = l.client_id AND o.username_key = l.username_key AND o.user_id <> l.user_id AND o.status = 'active'))`,
     [userId, clientId],
   );
   return r.rowCount > 0;
 }
 
-/** Whether any link, at any client system, pending or active, has this (normalized) name. */
+/** Whether an active link, at any client system, has this (normalized) name; a pending claim holds nothing. */
 export async function linkNameInUse(q: Queryable, username: string): Promise<boolean> {
-  const r = await q.query('SELECT 1 FROM user_client_links WHERE username_key = $1 LIMIT 1', [linkNameKey(username)]);
+  const r = await q.query("SELECT 1 FROM user_client_links WHERE username_key = $1 AND status = 'active' LIMIT 1", [linkNameKey(username)]);
   return r.rowCount > 0;
 }
 

@@ -43,8 +43,8 @@ const pendingExample = { ...activeExample, status: 'pending', confirmed_at: null
  * itself, the client is the authenticated caller, never a field. For administrators: list,
  * approve, revoke, under the per-user limit.
  */
-/** A claimed name that has since become another user's own username (their tokens carry it without a link). */
-const nameIsAccount = err('The claimed name is now another user\'s username', {
+/** A claimed name that is another user's own username (their tokens carry it without a link) or another user's proven link here. */
+const nameIsAccount = err('The claimed name is another user\'s username or proven link at this client', {
   error: 'link_name_taken', message: NAME_TAKEN,
 });
 
@@ -99,7 +99,7 @@ export const LINK_ROUTES = [
     body: approveLinkSchema, bodyOptional: true, example: { external_username: 'alice.shop' },
     responses: {
       200: { description: 'The active link', schema: linkSchema, example: { ...activeExample, confirmed_by: 'admin' } }, 400: badId, 404: noLink,
-      409: err('The link now names another name than `external_username` (link_changed), or its name is now another user\'s username (link_name_taken)', {
+      409: err('The link now names another name than `external_username` (link_changed), or its name is another user\'s username or proven link there (link_name_taken)', {
         error: 'link_changed', message: 'The link\'s name is now shop-admin, not alice.shop: review it again',
       }),
       ...guarded,

@@ -1,11 +1,11 @@
 import { writeAudit } from '../audit/writer.ts';
 import { actorDetails, type Actor } from '../audit/actor.ts';
-import type { Db, Queryable } from '../db/db.ts';
+import { isUniqueViolation, type Db, type Queryable } from '../db/db.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { findUserById } from '../users/queries.ts';
 import {
-  activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName, linkNameIsAnotherUsersUsername,
+  activateLink, clientIsActive, dashboardSystems, deleteLink, findLink, insertPendingLink, isSameName, linkNameHeldByAnother,
   type LinkListRow, type LinkRow, type LinkStatus, listLinks,
 } from './queries.ts';
 
@@ -32,15 +32,36 @@ export interface ListedLink extends PublicLink {
   client_name: string;
 }
 
-/** The answer to a refused claim: the same whoever holds the name, and whether it is proven yet. */
-export const NAME_TAKEN = 'That username at this system is already linked to another account or awaiting confirmation for one. Ask an administrator if it is yours.';
+/**
+ * The answer to a proof (a client's confirmation, an administrator's approval) of a claim whose
+ * name belongs to another account at that client: its active link, or its own username. Only
+ * provers hear it; the claimant is never told (a claim is accepted as pending whoever holds the
+ * name, so claiming reveals nothing).
+ */
+export const NAME_TAKEN = 'That username at this system already belongs to another account (its username, or its proven link); this claim cannot be confirmed.';
 
 /**
- * A claim whose name has since become another user's own username is not confirmed: that
- * user's tokens carry the name at the client without any link (409 link_name_taken).
+ * A claim whose name is another user's own username (their tokens carry the name at the
+ * client without any link), or another user's active link there, is not proven: 409
+ * link_name_taken.
  */
-async function refuseAccountName(tx: Queryable, userId: number, clientId: string): Promise<void> {
-  if (await linkNameIsAnotherUsersUsername(tx, userId, clientId)) throw new AppError(409, 'link_name_taken', NAME_TAKEN);
+async function refuseNameOfAnother(tx: Queryable, userId: number, clientId: string): Promise<void> {
+  if (await linkNameHeldByAnother(tx, userId, clientId)) throw nameTaken();
+}
+
+const nameTaken = () => new AppError(409, 'link_name_taken', NAME_TAKEN);
+
+/**
+ * Runs a proof's transaction; a unique violation of the active-name index (another user's
+ * claim of the name proven at the same moment, after this one's check) is 409 link_name_taken.
+ */
+async function proving<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (isUniqueViolation(err)) throw nameTaken();
+    throw err;
+  }
 }
 
 /** A link as the APIs answer it: times as ISO strings. */
@@ -64,7 +85,7 @@ function toListedLink(l: LinkListRow): ListedLink {
  * Dashboard links (README "Dashboard links"): a user claims a username at a client system; the
  * claim is pending until the client system (with its credentials) or an administrator proves
  * it, and only a proven (active) link's name goes into a token. A name belongs to one user per
- * client at most. Every change is audited; withdrawing or revoking a link also invalidates
+ * client at most, decided when a claim is proven: claims hold nothing. Every change is audited; withdrawing or revoking a link also invalidates
  * the user's unused tokens for that client, so its name stops at once.
  */
 export function createLinkService(deps: { db: Db }) {
@@ -86,22 +107,23 @@ export function createLinkService(deps: { db: Db }) {
     /**
      * Claims `name` at an active client system as pending. The same name again changes
      * nothing (an active link stays active); another name replaces the link, pending again.
-     * 409 link_name_taken when anyone else holds or has claimed the name, without saying who.
+     * Accepted whoever holds or has claimed the name, with the same answer: a claim holds
+     * nothing and proves nothing, and its proof is refused when the name is another
+     * account's (409 link_name_taken to the client or administrator, never to the claimant).
      */
     async request(user: { id: number; username: string }, clientId: string, name: string, ctx: LinkContext): Promise<{ link: LinkRow; changed: boolean }> {
-      const refused = await db.transaction(async (tx) => {
+      return db.transaction(async (tx) => {
         if (!(await clientIsActive(tx, clientId))) throw new AppError(404, 'client_not_found', 'That client system does not exist or is inactive');
         const previous = await findLink(tx, user.id, clientId, true);
         if (previous && isSameName(previous, name)) return { link: previous, changed: false };
         if (previous) await deleteLink(tx, user.id, clientId);
         const link = await insertPendingLink(tx, user.id, clientId, name);
         if (!link) {
-          // the same claim sent twice at once (two tabs, a double submit): the other one's
-          // row, committed while this insert waited for it, is this user's own
+          // the same user's claim sent twice at once (two tabs, a double submit): the other
+          // one's row, committed while this insert waited for it, is what the user now has
           const theirs = await findLink(tx, user.id, clientId);
-          if (theirs && isSameName(theirs, name)) return { link: theirs, changed: false };
-          // throwing rolls the deletion back: a refused new claim keeps the old link
-          throw new AppError(409, 'link_name_taken', NAME_TAKEN);
+          if (theirs) return { link: theirs, changed: false };
+          throw new AppError(503, 'service_unavailable', 'The link changed while it was requested; try again', { headers: { 'Retry-After': '1' } });
         }
         if (previous) await invalidateUnusedTokens(tx, user.id, { clientId });
         await writeAudit(tx, {
@@ -110,16 +132,7 @@ export function createLinkService(deps: { db: Db }) {
           details: { via: 'page', external_username: name, status: link.status, ...(previous ? { replaced: previous.external_username, replaced_status: previous.status } : {}) },
         });
         return { link, changed: true };
-      }).catch((err: unknown) => {
-        if (err instanceof AppError && err.code === 'link_name_taken') return err;
-        throw err;
       });
-      if (!(refused instanceof AppError)) return refused;
-      await writeAudit(db, {
-        action: 'user.link_client', outcome: 'failure', userId: user.id, username: user.username, clientId,
-        ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: 'page', external_username: name, reason: 'name_taken' },
-      });
-      throw refused;
     },
 
     /** The user withdraws their link (pending or active); null when there was none. */
@@ -144,8 +157,8 @@ export function createLinkService(deps: { db: Db }) {
      * for an unknown user, no claim and another name. Confirming an active link again is a no-op.
      */
     async confirmByClient(clientId: string, userId: number, name: string, ctx: LinkContext): Promise<LinkRow> {
-      return db.transaction(async (tx) => {
-        await refuseAccountName(tx, userId, clientId);
+      return proving(db.transaction(async (tx) => {
+        await refuseNameOfAnother(tx, userId, clientId);
         const result = await activateLink(tx, userId, clientId, 'client', name);
         if (!result) throw new AppError(404, 'link_not_found', 'No link of that user with that username at this client system');
         if (result.changed) {
@@ -156,7 +169,7 @@ export function createLinkService(deps: { db: Db }) {
           });
         }
         return result.link;
-      });
+      }));
     },
 
     /**
@@ -166,7 +179,7 @@ export function createLinkService(deps: { db: Db }) {
      */
     async approve(userId: number, clientId: string, actor: Actor, shown?: string): Promise<LinkRow> {
       const user = await usernameOf(userId);
-      return db.transaction(async (tx) => {
+      return proving(db.transaction(async (tx) => {
         if (shown !== undefined) {
           // a claim replaced meanwhile is a row deleted and another inserted: the lock waited for
           // the old one and found it gone, and the statement after it sees the new one
@@ -176,7 +189,7 @@ export function createLinkService(deps: { db: Db }) {
             throw new AppError(409, 'link_changed', `The link's name is now ${current.external_username}, not ${shown}: review it again`);
           }
         }
-        await refuseAccountName(tx, userId, clientId);
+        await refuseNameOfAnother(tx, userId, clientId);
         const result = await activateLink(tx, userId, clientId, 'admin');
         if (!result) throw new AppError(404, 'link_not_found', `${user.username} has no link at ${clientId}`);
         if (result.changed) {
@@ -187,7 +200,7 @@ export function createLinkService(deps: { db: Db }) {
           });
         }
         return result.link;
-      });
+      }));
     },
 
     /** An administrator revokes a link (pending or active): its name stops at once. */

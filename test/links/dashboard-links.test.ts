@@ -38,9 +38,12 @@ describe('dashboard links must be proven before their name goes into a token', (
     const asUser = await apiSession(app, 'user');
     const notAdmin = await http.post(`/api/admin/users/${mallory.id}/links/${client.client_id}/approve`, undefined, asUser.as);
     expect(notAdmin.status).toBe(403);
-    // step 4: once the real holder proves the name, mallory's claim on it is gone for good
+    // step 4: the real holder's claim is accepted alike, and once proven, mallory's can never be
     const bossSession = await dashboardUser(app, boss.username, boss.password);
-    expect(await bossSession.link(client.client_id, 'Root.Admin')).toMatch(/already linked to another account or awaiting confirmation/);
+    expect(await bossSession.link(client.client_id, 'Root.Admin')).toMatch(/Link requested: Root\.Admin is awaiting confirmation/);
+    expect((await confirm(client, { user_id: boss.id, username: 'root.admin' })).status).toBe(200);
+    const refused = await confirm(client, { user_id: mallory.id, username: 'root.admin' });
+    expect([refused.status, refused.body.error]).toStrictEqual([409, 'link_name_taken']);
     const stillPending = await app.db.query("SELECT status FROM user_client_links WHERE user_id = $1 AND client_id = $2", [mallory.id, client.client_id]);
     expect(stillPending.rows).toStrictEqual([{ status: 'pending' }]);
     const again = await m.signIn(client.client_id);
@@ -111,35 +114,60 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(wikiPending.body.links).toStrictEqual([]);
   });
 
-  it('gives a username at a client to one user only, and refuses others the same way whether it is held or pending', async () => {
+  it('gives a username at a client to one user only: claims are answered alike whoever holds the name, the proof decides', async () => {
     const client = await makeClient(app);
-    const first = await makeUser(app);
-    const second = await makeUser(app);
-    const third = await makeUser(app);
+    const [first, second, third] = [await makeUser(app), await makeUser(app), await makeUser(app)];
     const a = await dashboardUser(app, first.username, first.password);
     const b = await dashboardUser(app, second.username, second.password);
     const c = await dashboardUser(app, third.username, third.password);
 
-    await a.link(client.client_id, 'shared.name');
-    const whilePending = await b.link(client.client_id, '  SHARED.name ');
+    const unclaimed = await a.link(client.client_id, 'shared.name');
+    const whilePending = await b.link(client.client_id, 'shared.name');
     await confirm(client, { user_id: first.id, username: 'shared.name' });
-    const whileHeld = await c.link(client.client_id, 'Shared.Name');
-    expect(whilePending).toMatch(/already linked to another account or awaiting confirmation/);
-    expect(whileHeld, 'the same answer: nothing tells a pending claim from a proven one').toBe(whilePending);
-    for (const text of [whilePending, whileHeld]) {
-      expect(text).not.toContain(first.username);
-      expect(text).not.toContain(first.email);
-    }
-    const rows = await app.db.query<{ user_id: number }>('SELECT user_id FROM user_client_links WHERE client_id = $1', [client.client_id]);
-    expect(rows.rows).toStrictEqual([{ user_id: first.id }]);
-    const refused = await linkAudit(app, second.id);
-    expect(refused.map((r) => [r.action, r.outcome, r.details.reason])).toStrictEqual([['user.link_client', 'failure', 'name_taken']]);
+    const whileHeld = await c.link(client.client_id, 'shared.name');
+    // the same page whoever holds the name, bar the claimant's own username in "you sign in there as"
+    const general = (text: string, u: { username: string }) => text.replace(u.username, 'ME');
+    expect(general(whilePending, second), 'a pending claim of another user').toBe(general(unclaimed, first));
+    expect(general(whileHeld, third), 'another user\'s proven link').toBe(general(unclaimed, first));
+    for (const text of [whilePending, whileHeld]) expect(text).not.toContain(first.username);
+    const rows = await app.db.query<{ user_id: number; status: string }>('SELECT user_id, status FROM user_client_links WHERE client_id = $1 ORDER BY user_id', [client.client_id]);
+    expect(rows.rows).toStrictEqual([{ user_id: first.id, status: 'active' }, { user_id: second.id, status: 'pending' }, { user_id: third.id, status: 'pending' }]);
+    expect((await linkAudit(app, second.id)).map((r) => [r.action, r.outcome])).toStrictEqual([['user.link_client', 'success']]);
 
-    // a refused new name keeps the user's old link as it was
-    await b.link(client.client_id, 'second.own');
-    await confirm(client, { user_id: second.id, username: 'second.own' });
-    await b.link(client.client_id, 'shared.name');
-    expect(claimsOf(await b.signIn(client.client_id)).username).toBe('second.own');
+    // the proof is refused to the client system and to an administrator: the name is the first user's
+    const byClient = await confirm(client, { user_id: second.id, username: 'shared.name' });
+    expect([byClient.status, byClient.body.error]).toStrictEqual([409, 'link_name_taken']);
+    const boss = await apiSession(app, 'admin');
+    const byAdmin = await http.post(`/api/admin/users/${third.id}/links/${client.client_id}/approve`, undefined, boss.as);
+    expect([byAdmin.status, byAdmin.body.error]).toStrictEqual([409, 'link_name_taken']);
+    expect(claimsOf(await b.signIn(client.client_id)).username, 'an unproven claim signs in as the user').toBe(second.username);
+    expect(claimsOf(await a.signIn(client.client_id)).username).toBe('shared.name');
+  });
+
+  it('answers a claim of another user\'s username as one of an unknown name; a pending claim blocks neither a new account nor another claim', async () => {
+    const client = await makeClient(app);
+    const [owner, claimant] = [await makeUser(app), await makeUser(app)];
+    const c = await dashboardUser(app, claimant.username, claimant.password);
+    const nameOf = (text: string, name: string) => text.replace(name, 'NAME');
+    const unknown = `nobody.${owner.id}x`;
+    const ofUnknown = await c.link(client.client_id, unknown);
+    const ofOwner = await c.link(client.client_id, owner.username);
+    expect(nameOf(ofOwner, owner.username), 'another user\'s username').toBe(nameOf(ofUnknown, unknown));
+
+    // the claimant's pending claim of "new.account…" stops no administrator and no other user
+    const pendingName = `new.account.${owner.id}`;
+    await c.link(client.client_id, pendingName);
+    const boss = await apiSession(app, 'admin');
+    const created = await http.post('/api/admin/users', { username: pendingName, email: `${pendingName}@example.com`, password: 'four unrelated words here' }, boss.as);
+    expect(created.status, created.text).toBe(201);
+    const other = await makeUser(app);
+    const o = await dashboardUser(app, other.username, other.password);
+    const unclaimedName = `free.${other.id}`;
+    const claimedTwice = `claimed.${other.id}`;
+    await c.link(client.client_id, claimedTwice);
+    expect(nameOf(await o.link(client.client_id, claimedTwice), claimedTwice)).toBe(nameOf(await dashboardUser(app, owner.username, owner.password).then((d) => d.link(client.client_id, unclaimedName)), unclaimedName).replace(owner.username, other.username));
+    const proven = await confirm(client, { user_id: other.id, username: claimedTwice });
+    expect(proven.status, 'the other user\'s claim is proven though the claimant claimed it first').toBe(200);
   });
 
   it('keeps a linked name apart from other users\' own usernames, which tokens without a link carry', async () => {
@@ -148,30 +176,35 @@ describe('dashboard links must be proven before their name goes into a token', (
     const alice = await makeUser(app);
     const a = await dashboardUser(app, alice.username, alice.password);
 
-    // bob's tokens at the client name him by his username: alice cannot be linked to it
-    expect(await a.link(client.client_id, ` ${bob.username.toUpperCase()} `)).toMatch(/already linked to another account or awaiting confirmation/);
-    expect((await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [alice.id])).rowCount).toBe(0);
+    // bob's tokens at the client name him by his username: alice's claim of it is taken as any other, and never proven
+    expect(await a.link(client.client_id, ` ${bob.username.toUpperCase()} `)).toMatch(/awaiting confirmation/);
+    const refusedName = await confirm(client, { user_id: alice.id, username: bob.username });
+    expect([refusedName.status, refusedName.body.error]).toStrictEqual([409, 'link_name_taken']);
     expect(await a.link(client.client_id, alice.username), 'her own name is hers to link').toMatch(/awaiting confirmation/);
+    expect((await confirm(client, { user_id: alice.id, username: alice.username })).status).toBe(200);
 
-    // a name linked (here pending) at a client system cannot become a new account's username
+    // a pending claim holds nothing: an account can be made with its name, and the claim is then never proven
     expect(await a.link(client.client_id, 'future.name')).toMatch(/awaiting confirmation/);
-    await expect(makeUser(app, { username: 'Future.Name' })).rejects.toMatchObject({ status: 409, code: 'username_taken' });
-
-    // an account made with that name meanwhile (here by SQL) stops the confirmation
-    await app.db.query("INSERT INTO users (username, email, password_hash) VALUES ('future.name', 'future.name@example.com', 'x')");
+    await makeUser(app, { username: 'Future.Name' });
     const refused = await confirm(client, { user_id: alice.id, username: 'future.name' });
     expect([refused.status, refused.body.error]).toStrictEqual([409, 'link_name_taken']);
     expect(claimsOf(await a.signIn(client.client_id)).username, 'still her own name').toBe(alice.username);
+
+    // a proven link's name cannot become a new account's username
+    expect(await a.link(client.client_id, 'proven.name')).toMatch(/awaiting confirmation/);
+    expect((await confirm(client, { user_id: alice.id, username: 'proven.name' })).status).toBe(200);
+    await expect(makeUser(app, { username: 'Proven.Name' })).rejects.toMatchObject({ status: 409, code: 'username_taken' });
   });
 
-  it('settles two users claiming one name at the same moment in the database: one gets it', async () => {
+  it('settles two users proving one name at the same moment in the database: one gets it', async () => {
     const client = await makeClient(app);
     const users = await Promise.all([makeUser(app), makeUser(app), makeUser(app)]);
-    const outcomes = await Promise.allSettled(users.map((u) =>
-      app.services.links.request(u, client.client_id, 'Race.Winner', { ipAddress: '127.0.0.1', userAgent: null })));
+    const ctx = { ipAddress: '127.0.0.1', userAgent: null };
+    for (const u of users) await app.services.links.request(u, client.client_id, 'Race.Winner', ctx);
+    const outcomes = await Promise.allSettled(users.map((u) => app.services.links.confirmByClient(client.client_id, u.id, 'race.winner', ctx)));
     expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1);
     for (const o of outcomes.filter((x) => x.status === 'rejected')) expect((o as PromiseRejectedResult).reason.code).toBe('link_name_taken');
-    const rows = await app.db.query('SELECT 1 FROM user_client_links WHERE client_id = $1', [client.client_id]);
+    const rows = await app.db.query("SELECT 1 FROM user_client_links WHERE client_id = $1 AND status = 'active'", [client.client_id]);
     expect(rows.rowCount).toBe(1);
   });
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { normalizeUsername } from '../../src/users/username.ts';
-import { dashboardUser } from './support.ts';
+import { claimsOf, dashboardUser } from './support.ts';
 
 /**
  * Account usernames and link names are keyed by one normalization (src/users/username.ts:
@@ -21,7 +21,7 @@ describe('a linked name and an account username that normalize alike', () => {
   const validate = (client: { client_id: string; client_secret: string }, token: string) =>
     app.http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
 
-  it('refuses a claim of another user\'s username written in capitals (Greek final sigma)', async () => {
+  it('never proves a claim of another user\'s username written in capitals (Greek final sigma)', async () => {
     const client = await makeClient(app);
     const tag = randomBytes(3).toString('hex');
     const sophos = await makeUser(app, { username: `s${tag}.σοφος`, email: `sophos-${tag}@example.com` });
@@ -31,7 +31,9 @@ describe('a linked name and an account username that normalize alike', () => {
 
     const claimed = sophos.username.toUpperCase(); // 'ΣΟΦΟΣ…Σ': the service's own normalization makes it sophos's name
     expect(normalizeUsername(claimed)).toBe(sophos.username);
-    expect(await m.link(client.client_id, claimed)).toMatch(/already linked to another account or awaiting confirmation/);
+    expect(await m.link(client.client_id, claimed)).toMatch(/awaiting confirmation/);
+    const confirmed = await app.http.post('/api/sso/links/confirm', { client_id: client.client_id, client_secret: client.client_secret, user_id: mallory.id, username: claimed });
+    expect([confirmed.status, confirmed.body.error]).toStrictEqual([409, 'link_name_taken']);
   });
 
   it('never lets two users\' tokens at one client carry one (normalized) name', async () => {
@@ -42,11 +44,11 @@ describe('a linked name and an account username that normalize alike', () => {
     const m = await dashboardUser(app, mallory.username, mallory.password);
     const s = await dashboardUser(app, sophos.username, sophos.password);
 
-    expect(await m.link(client.client_id, sophos.username.toUpperCase())).toMatch(/already linked to another account or awaiting confirmation/);
-    // a client system vouching for the name (it folds case as this service does) finds no claim to confirm
+    expect(await m.link(client.client_id, sophos.username.toUpperCase())).toMatch(/awaiting confirmation/);
+    // a client system vouching for the name (it folds case as this service does) cannot prove it: it is sophos's
     const confirmed = await app.http.post('/api/sso/links/confirm', { client_id: client.client_id, client_secret: client.client_secret, user_id: mallory.id, username: sophos.username.toUpperCase() });
-    expect(confirmed.status, confirmed.text).toBe(404);
-    expect((await app.db.query('SELECT 1 FROM user_client_links WHERE user_id = $1', [mallory.id])).rowCount).toBe(0);
+    expect([confirmed.status, confirmed.body.error], confirmed.text).toStrictEqual([409, 'link_name_taken']);
+    expect(claimsOf(await m.signIn(client.client_id)).username).toBe(mallory.username);
     expect(await s.link(client.client_id, sophos.username)).toMatch(/awaiting confirmation/);
     const fromSophos = (await validate(client, await s.signIn(client.client_id))).body.user.username;
     expect(normalizeUsername(fromSophos)).toBe(sophos.username);
@@ -63,13 +65,15 @@ describe('a linked name and an account username that normalize alike', () => {
     expect(row.username_key).toMatch(/ς$/);
   });
 
-  it('refuses a new account whose username is a name linked at a client system, in capitals', async () => {
+  it('refuses a new account whose username is a name linked (proven) at a client system, in capitals', async () => {
     const client = await makeClient(app);
     const tag = randomBytes(3).toString('hex');
     const holder = await makeUser(app);
     const h = await dashboardUser(app, holder.username, holder.password);
     const name = `L${tag}.ΛΟΓΟΣ`;
     expect(await h.link(client.client_id, name)).toMatch(/awaiting confirmation/);
+    const proven = await app.http.post('/api/sso/links/confirm', { client_id: client.client_id, client_secret: client.client_secret, user_id: holder.id, username: name });
+    expect(proven.status, proven.text).toBe(200);
     // 'λογος…ς' is the stored form of the name linked above (normalizeUsername)
     await expect(makeUser(app, { username: name, email: `logos-${tag}@example.com` })).rejects.toMatchObject({ status: 409, code: 'username_taken' });
   });
