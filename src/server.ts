@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { EnvFileError, loadEnvFile, type EnvFileResult } from './config/env-file.ts';
+import { tightenPrivateDir, usePrivateUmask } from './config/private-dir.ts';
 import { openDatabase } from './db/open.ts';
 import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
 import { createLogger } from './logger.ts';
@@ -8,6 +9,7 @@ import { STOP_MS } from './stop-budget.ts';
 
 /** Entry point: config -> database -> service -> listen; graceful stop on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
+  usePrivateUmask(); // what the service creates (DATA_DIR, the database's files, keys, mail) is its user's alone
   // A stop asked for while the service starts (or seeds its demo) is honoured once it has
   // started, within the same bound as any stop: by default the signal ended the process
   // there, a demo half-made (its client without its user, never finished afterwards).
@@ -35,6 +37,10 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.LOG_LEVEL);
   if (envFile.path) logger.info({ file: envFile.path, keys: envFile.applied }, 'environment file read');
+  // a DATA_DIR an older version or a looser umask left open to others is closed (0700, files
+  // 0600); the embedded database's open does the same for its own (src/db/open.ts)
+  const { notTightened } = await tightenPrivateDir(config.DATA_DIR, { create: false });
+  if (notTightened.length > 0) logger.warn({ files: notTightened.slice(0, 20), count: notTightened.length }, 'files in DATA_DIR others can read that this user may not change');
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, ...(running.metricsUrl ? { metrics_url: running.metricsUrl } : {}), database: db.kind }, 'auth service listening');

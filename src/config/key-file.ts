@@ -26,7 +26,7 @@ export function developmentKey(file: string): string {
   };
   const existing = read();
   if (existing) return existing;
-  mkdirSync(path.dirname(file), { recursive: true });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const key = randomBytes(32).toString('base64url');
   if (createWhole(file, key, 0o600)) return key;
   const theirs = read();

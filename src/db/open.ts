@@ -1,9 +1,10 @@
-import { mkdir, readFile, stat, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { Config } from '../config.ts';
 import { createWhole } from '../config/create-whole.ts';
+import { tightenPrivateDir, usePrivateUmask } from '../config/private-dir.ts';
 import type { Db } from './db.ts';
 import { openPostgres } from './postgres.ts';
 
@@ -50,7 +51,11 @@ export async function openDatabase(
   // the socket the service serves (and a command reaches it by) must fit a Unix socket's path:
   // Node cut a longer one short without a word, and the file it left stopped the next start
   if (options.serve) refuseLongSocketPath(paths);
-  await mkdir(paths.dir, { recursive: true });
+  // the database's files are this user's alone, whatever the umask it was started with
+  // (src/config/private-dir.ts; the service also tightens what an older version left looser)
+  usePrivateUmask();
+  await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+  await chmod(paths.dir, 0o700);
   const holder = await acquireLock(paths.lock);
   if (holder !== null) {
     if (options.serve) {
@@ -69,6 +74,10 @@ export async function openDatabase(
     // PGlite (a WebAssembly PostgreSQL) is loaded only here: a service on PostgreSQL never loads it
     const { openEmbedded, socketFacade } = await import('./embedded.ts');
     const { db, pglite } = await openEmbedded(paths.pgdata, { sharedBuffers: config.EMBEDDED_SHARED_BUFFERS });
+    // PGlite lays out a new database's files 0666 whatever the umask (its file system sets the
+    // modes of the files it unpacks), and writes a few later 0644: they are closed here, after
+    // the open (which also closes what an older version left open), and again after the close
+    await tightenPrivateDir(paths.dir, { create: false });
     let server: PGLiteSocketServer | undefined;
     if (options.serve) {
       await unlink(paths.socket).catch(() => {});
@@ -76,12 +85,14 @@ export async function openDatabase(
       // a command's transaction holds the service's statements off until it ends (socketFacade)
       server = new PGLiteSocketServer({ db: socketFacade(pglite), path: paths.socket, maxConnections: 8 });
       await server.start();
+      await chmod(paths.socket, 0o600); // the database without a password: this user's only
     }
     return {
       ...db,
       async close() {
         await server?.stop();
         await db.close();
+        await tightenPrivateDir(paths.dir, { create: false }).catch(() => {});
         await releaseLock(paths.lock);
       },
     };

@@ -58,7 +58,7 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM' | 'NO
     async send(message) {
       const info = await render.sendMail({ from: config.MAIL_FROM, to: message.to, subject: message.subject, text: message.text });
       const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}.eml`);
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: 0o700 });
       await writeFile(file, info.message as Buffer, { mode: 0o600 });
       // development only (see above): the text is shown so the link can be followed from the console
       logger.info({ mail: { to: message.to, subject: message.subject, file }, text: message.text }, 'mail not sent (no SMTP_URL): written to the log and DATA_DIR/mail/');
