@@ -9,7 +9,8 @@ import { authenticateUser } from './http/auth-guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
-import { saveSessionBeforeRedirect, sessionMiddleware } from './http/session.ts';
+import { saveSessionBeforeRedirect, sessionMiddleware, sessionSecrets } from './http/session.ts';
+import { useCsrfKeys } from './pages/csrf.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { requestLogger } from './logging/request-log.ts';
@@ -45,6 +46,8 @@ export function createApp(deps: AppDeps): Express {
   app.locals.brand = { name: config.BRAND_NAME, logoUrl: config.BRAND_LOGO_URL ?? null };
   // the forms that set a password say the policy the services check (src/auth/password-policy.ts)
   app.locals.passwordPolicy = { minLength: config.PASSWORD_MIN_LENGTH, maxBytes: MAX_PASSWORD_BYTES };
+  // the forms of a browser without a session carry a token signed with the session secrets (src/pages/csrf.ts)
+  useCsrfKeys(app, sessionSecrets(config), { secure: config.NODE_ENV === 'production' });
   // The app-wide steps every request passes before the routers, named so the fast path of
   // the hot routes (below) runs these very functions.
   const production = config.NODE_ENV === 'production';

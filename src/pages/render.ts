@@ -49,7 +49,7 @@ export function renderPage(
   if (options.formTargets) allowFormTargets(res, options.formTargets);
   res.status(options.status ?? 200).render(view, {
     user: res.locals.user,
-    csrfToken: options.csrf === false ? '' : csrfToken(req),
+    csrfToken: options.csrf === false ? '' : csrfToken(req, res),
     ...fieldHelpers({ ...keptFields, ...(options.fieldErrors ?? {}) }),
     ...locals,
     flash: [...kept, ...(options.flash ?? [])],
