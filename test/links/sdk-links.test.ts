@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // Through the package's own export map, as a client system imports it.
-import { createSsoClient, SsoError } from 'auth-service/client';
+import { createSsoClient, SsoError } from '../../src/sdk/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { claimsOf, dashboardUser } from './support.ts';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rejectionOf, thrownBy } from '../helpers/expect.ts';
 import * as jose from 'jose';
 // Through the package's own export map, as a client system imports it.
-import { createSsoClient, SsoError, verifyWebhook, WebhookVerificationError, type SsoClient } from 'auth-service/client';
+import { createSsoClient, SsoError, verifyWebhook, WebhookVerificationError, type SsoClient } from '../../src/sdk/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 // Through the package's own export map, as a client system imports it.
-import { createSsoClient, SsoError } from 'auth-service/client';
+import { createSsoClient, SsoError } from '../../src/sdk/index.ts';
 import { startTestApp } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +96,21 @@ export function typesAreReal(body: string): WebhookEnvelope<{ user_id: number }>
 
 console.log(await main());
 `;
+
+describe('what the repository offers for installing the SDK', () => {
+  it('exports no TypeScript source from the root package.json (plain node cannot load it)', async () => {
+    const root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { exports?: unknown };
+    const targets = JSON.stringify(root.exports ?? {}).match(/"[^"]*\.ts"/g) ?? [];
+    expect(targets).toStrictEqual([]);
+  });
+
+  it('tells in the SDK README how to install the packed tarball, not an unpublished name', async () => {
+    const readme = await readFile(path.join(ROOT, 'sdk', 'README.md'), 'utf8');
+    expect(readme).not.toMatch(/npm install @auth-service\/client/);
+    expect(readme).toMatch(/npm pack/);
+    expect(readme).toMatch(/npm install \S+\/auth-service-client-[0-9.]+\.tgz/);
+  });
+});
 
 describe('the SDK as a package: packed, installed outside the repository, used from JavaScript and strict TypeScript', () => {
   let app: TestApp;

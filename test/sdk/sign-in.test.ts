@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // Through the package's own export map, as a client system imports it.
-import { buildSignInUrl, createSsoClient, newState, readCallback, SsoError } from 'auth-service/client';
+import { buildSignInUrl, createSsoClient, newState, readCallback, SsoError } from '../../src/sdk/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { rejectionOf } from '../helpers/expect.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
