@@ -147,6 +147,17 @@ describe('changing a webhook', () => {
     }
   });
 
+  it('documents the empty body it refuses: the PATCH body needs at least one property', async () => {
+    const doc = (await app.http.get('/api/openapi.json')).body as {
+      paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: { minProperties?: number } }> } }>>;
+    };
+    expect(doc.paths['/api/webhooks/{id}'].patch.requestBody.content['application/json'].schema.minProperties).toBe(1);
+    const id = await registerWebhook(app, headers, { url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: OLD_SECRET });
+    const r = await patch(id, {});
+    expect(r.status).toBe(400);
+    expect(r.body.details).toStrictEqual([expect.objectContaining({ message: 'name at least one of url, events, active, secret' })]);
+  });
+
   it('validates like registration and answers 404 for an unknown webhook', async () => {
     const id = await registerWebhook(app, headers, { url: 'http://127.0.0.1:9/hook', events: ['user.login'], secret: OLD_SECRET });
     for (const body of [{}, { url: 'ftp://example.com/x' }, { url: 'not a url' }, { events: [] }, { events: ['user.nope'] },
