@@ -38,7 +38,11 @@ export const issuedToken = z.object({
 
 export const validatedToken = z.object({
   valid: z.literal(true),
-  user: z.object({ id: z.number().int(), username: z.string(), email: z.string() }),
+  user: z.object({
+    id: z.number().int(), username: z.string(), email: z.string(),
+    roles: z.array(z.string()).describe('The token\'s `roles` claim: the user\'s roles when it was issued'),
+    full_name: z.string().describe('The user\'s full name (empty when none is set)'),
+  }),
   expires_at: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('UTC, YYYY-MM-DD HH:MM:SS'),
 }).meta({ id: 'ValidatedToken' });
 

@@ -50,6 +50,10 @@ export interface SsoUser {
   id: number;
   username: string;
   email: string;
+  /** The token's `roles` claim: the user's roles when the token was issued (e.g. `['user']`, `['admin']`). */
+  roles: string[];
+  /** The user's full name; empty when none is set. */
+  full_name: string;
 }
 
 /** POST /api/sso/validate: the token was accepted (and is now used up). */

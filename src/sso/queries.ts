@@ -146,6 +146,8 @@ export interface ConsumedToken {
   /** The token's username claim: the user's own, or the name of their active link at the client (the audit row keeps the account's). */
   username: string;
   email: string;
+  /** The user's full name, read by the consuming statement itself (the answer's `user.full_name`). */
+  full_name: string;
   expires_at: Date;
 }
 
@@ -202,7 +204,7 @@ const sameClient = (createdAt: string) => `(t.client_created_at IS NULL OR t.cli
  * then scans all unused tokens into a hash instead of looking each jti up by primary key.
  */
 export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null | typeof CLIENT_CHANGED>> {
-  const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; expires_at: Date }>(
+  const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; full_name: string; expires_at: Date }>(
     `WITH req AS (
        SELECT r.*, ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
@@ -216,12 +218,12 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
             WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
-       RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, t.username AS claim_username, u.email, t.expires_at
+       RETURNING r.n, r.jti, r.client_id, r.ip_address, r.user_agent, u.id AS user_id, u.username, t.username AS claim_username, u.email, u.full_name, t.expires_at
      ), audit AS (
        ${insertAuditRows(`SELECT 'token.validate', 'success', user_id, username, client_id, ip_address, user_agent, jsonb_build_object('jti', jti::text)
        FROM consumed ORDER BY n`)}
      )
-     SELECT r.n::int AS n, r.current, k.user_id, k.claim_username AS username, k.email, k.expires_at FROM req r LEFT JOIN consumed k ON k.n = r.n`,
+     SELECT r.n::int AS n, r.current, k.user_id, k.claim_username AS username, k.email, k.full_name, k.expires_at FROM req r LEFT JOIN consumed k ON k.n = r.n`,
     [
       requests.map((x) => x.jti),
       requests.map((x) => x.clientId),

@@ -26,7 +26,8 @@ export interface RequestContext {
 /** The answer of a successful validation (docs/contract.md, "Answers"). */
 export interface ValidationResult {
   valid: true;
-  user: { id: number; username: string; email: string };
+  /** `roles` is the token's roles claim; `full_name` the user's, read by the statement that consumed the token. */
+  user: { id: number; username: string; email: string; roles: string[]; full_name: string };
   expires_at: string;
 }
 
@@ -217,7 +218,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       metrics.tokensValidated.inc();
       return {
         valid: true,
-        user: { id: consumed.user_id, username: consumed.username, email: consumed.email },
+        // both at hand: the claims verified above, the name from the consuming statement (no further query)
+        user: { id: consumed.user_id, username: consumed.username, email: consumed.email, roles: Array.isArray(claims.roles) ? claims.roles : [], full_name: consumed.full_name },
         expires_at: formatUtc(new Date(consumed.expires_at)),
       };
     },

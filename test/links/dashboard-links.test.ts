@@ -31,7 +31,7 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(claimsOf(token).username).toBe(mallory.username);
     const validated = await validate(client, token);
     expect(validated.status).toBe(200);
-    expect(validated.body.user).toStrictEqual({ id: mallory.id, username: mallory.username, email: mallory.email });
+    expect(validated.body.user).toStrictEqual({ id: mallory.id, username: mallory.username, email: mallory.email, roles: [mallory.role], full_name: mallory.full_name });
     // step 3: mallory cannot prove it herself: not as a client without its secret, not as an administrator
     const noSecret = await confirm({ client_id: client.client_id, client_secret: 'guessed' }, { user_id: mallory.id, username: 'root.admin' });
     expect(noSecret.status).toBe(401);
@@ -72,7 +72,7 @@ describe('dashboard links must be proven before their name goes into a token', (
     expect(claimsOf(token).username, 'the confirmed spelling').toBe('g.hopper');
     const validated = await validate(client, token);
     expect(validated.status).toBe(200);
-    expect(validated.body.user, 'validation names the user as the token does').toStrictEqual({ id: user.id, username: 'g.hopper', email: user.email });
+    expect(validated.body.user, 'validation names the user as the token does').toStrictEqual({ id: user.id, username: 'g.hopper', email: user.email, roles: [user.role], full_name: user.full_name });
     const audited = await app.db.query<{ username: string }>("SELECT username FROM audit_log WHERE action = 'token.validate' AND user_id = $1", [user.id]);
     expect(audited.rows.map((r) => r.username), 'the audit log keeps the account').toStrictEqual([user.username]);
     const issued = await app.db.query<{ username: string; details: any }>("SELECT username, details FROM audit_log WHERE action = 'token.issue' AND user_id = $1 ORDER BY id", [user.id]);

@@ -55,7 +55,7 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
 
     const visit = wiki.visits.at(-1)!;
     expect(visit.status).toBe(200);
-    expect(visit.answer.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
+    expect(visit.answer.user).toStrictEqual({ id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name });
     expect(visit.state).toBe('abc-123');
     expect(visit.query.app, 'the registered callback query is kept').toBe('test');
     const again = await app.http.post('/api/sso/validate', { client_id: wiki.client_id, client_secret: wiki.client_secret, token: visit.token });

@@ -31,7 +31,7 @@ describe('client SDK against a running service', () => {
     expect(jose.decodeJwt(issued.token).ip_address).toBe('198.51.100.7');
 
     const validated = await sso.validateToken(issued.token, { ipAddress: '198.51.100.7' });
-    expect(validated.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
+    expect(validated.user).toStrictEqual({ id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name });
     expect(validated.valid).toBe(true);
     expect(validated.expires_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
 

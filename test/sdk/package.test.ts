@@ -140,7 +140,7 @@ describe('the SDK as a package: packed, installed outside the repository, used f
     const { stdout } = await run(process.execPath, ['flow.mjs', base, client.client_id, client.client_secret, user.username], project);
     const out = JSON.parse(stdout);
     expect(out.resolved.startsWith(`file://${project}/node_modules/@auth-service/client/`) && out.resolved.endsWith('.js'), out.resolved).toBe(true);
-    expect(out.validated).toStrictEqual({ valid: true, user: { id: user.id, username: user.username, email: user.email }, expires_at: expect.any(String) });
+    expect(out.validated).toStrictEqual({ valid: true, user: { id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name }, expires_at: expect.any(String) });
     expect(out.reuse).toStrictEqual({ status: 401, code: 'token_already_used', isTokenRejection: true });
     expect(out.callback).toMatchObject({ ok: true, user: { id: user.id, username: user.username } });
     expect(out.callbackAgain).toMatchObject({ ok: false, reason: 'token_already_used' });

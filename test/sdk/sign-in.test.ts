@@ -61,7 +61,7 @@ describe('SDK browser flow: the sign-in URL and the callback', () => {
     expect(callback.startsWith('https://client.example/sso/callback?')).toBe(true);
 
     const first = await sso.handleCallback(callback, { expectedState: state });
-    expect(first).toStrictEqual({ ok: true, user: { id: user.id, username: user.username, email: user.email }, expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/), state });
+    expect(first).toStrictEqual({ ok: true, user: { id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name }, expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/), state });
     const again = await sso.handleCallback(callback, { expectedState: state });
     expect(again).toStrictEqual({ ok: false, reason: 'token_already_used', message: 'The token has already been used' });
     const garbage = await sso.handleCallback('not-a-token');

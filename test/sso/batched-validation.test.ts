@@ -41,7 +41,7 @@ describe('requests that share a batch', () => {
       const wins = mine.filter((c) => c.answer.status === 200);
       expect(wins.length, `exactly one validation of ${user.username}'s token succeeds`).toBe(1);
       expect(wins[0].caller, 'and it is the issuing client\'s').toBe(client);
-      expect(wins[0].answer.body.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
+      expect(wins[0].answer.body.user).toStrictEqual({ id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name });
       for (const loser of mine.filter((c) => c.answer.status !== 200)) {
         expect(loser.answer.status).toBe(401);
         expect(loser.answer.body.valid).toBe(false);

@@ -25,13 +25,31 @@ describe('server-to-server SSO flow', () => {
 
     const validated = await app.http.post('/api/sso/validate', { ...creds(client), token: issued.body.token });
     expect(validated.status, validated.text).toBe(200);
-    expect(validated.body.user).toStrictEqual({ id: user.id, username: user.username, email: user.email });
+    expect(validated.body.user).toStrictEqual({ id: user.id, username: user.username, email: user.email, roles: [user.role], full_name: user.full_name });
     expect(validated.body.valid).toBe(true);
     expect(validated.body.expires_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     expect(Number.isInteger(validated.body.user.id)).toBe(true);
     // no-store answers are never revalidated, so none spends a hash of its body on an ETag
     expect(issued.headers.etag).toBe(undefined);
     expect(validated.headers.etag).toBe(undefined);
+  });
+
+  it('answers the token\'s roles claim and the user\'s full name in `user`, on both validate routes, the rest as before', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app, { role: 'editor', fullName: 'Ada Lovelace' });
+    for (const path of ['/api/sso/validate', '/api/validate-token']) {
+      const issued = await app.http.post('/api/sso/token', { ...creds(client), username: user.username });
+      const roles = decode(issued.body.token).roles;
+      expect(roles).toStrictEqual(['editor']);
+      const validated = await app.http.post(path, { ...creds(client), token: issued.body.token });
+      expect(validated.status, validated.text).toBe(200);
+      // the order of the fields too: what was there stays where it was, the new ones follow
+      expect(validated.text).toBe(JSON.stringify({
+        valid: true,
+        user: { id: user.id, username: user.username, email: user.email, roles, full_name: 'Ada Lovelace' },
+        expires_at: validated.body.expires_at,
+      }));
+    }
   });
 
   it('signs exactly the claims of docs/contract.md (jti included), verifiable by an independent JWT library', async () => {
