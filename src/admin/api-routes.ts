@@ -14,7 +14,7 @@ const guarded = { 401: unauthenticated, 403: forbidden, 429: limited };
 const badId = err('Malformed user id', { error: 'invalid_id', message: 'The id must be a positive integer' });
 const noClient = err('No such client', { error: 'client_not_found', message: 'No client shop' });
 const noUser = err('No such user', { error: 'user_not_found', message: 'No user 7' });
-const badAllowList = err('Invalid body (`validation_error` with `details`), or allow-list entries that are not addresses or ranges (`invalid_allowed_ips` with `invalid`), or an allow-everything range not confirmed (`allow_everything_unconfirmed` with `entries`), or a callback or logo URL refused (`invalid_callback_url`, `invalid_logo_url`)',
+const badAllowList = err('Invalid body (`validation_error` with `details`), or allow-list entries that are not addresses or ranges (`invalid_allowed_ips` with `invalid`), or an allow-everything range not confirmed (`allow_everything_unconfirmed` with `entries`), or a callback, initiate-login or logo URL refused (`invalid_callback_url`, `invalid_initiate_login_uri`, `invalid_logo_url`)',
   { error: 'validation_error', message: 'The request body is invalid', details: [{ path: 'callback_url', message: 'Invalid URL' }] });
 const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
@@ -54,6 +54,7 @@ export const ADMIN_API_ROUTES = [
     handle: ({ clients }) => async ({ req, res, body }) => {
       const { client: created, secret } = await clients.createClient({
         name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
+        initiateLoginUri: body.initiate_login_uri,
       }, api(req, res));
       res.status(201).json({ ...toPublicClient(created), client_secret: secret });
     },
@@ -69,14 +70,15 @@ export const ADMIN_API_ROUTES = [
     },
   }),
   route({
-    ...admin, method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, allowed IPs, logo, active)',
-    description: '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it.',
+    ...admin, method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, initiate-login URL, allowed IPs, logo, active)',
+    description: '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it. `initiate_login_uri`: where the dashboard\'s one-click sign-in sends the browser so the client starts its own sign-in (docs/sdk.md); null or "" removes it.',
     body: updateClientSchema,
     example: { allowed_ips: ['203.0.113.0/24', '2001:db8::/32'], active: true },
     responses: { 200: { description: 'The changed client', schema: R.publicClient, example: client }, 400: badAllowList, 404: noClient, ...guarded },
     handle: ({ clients }) => async ({ req, res, body }) => {
       const changed = await clients.updateClient(clientIdParam(req), {
         clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
+        initiateLoginUri: body.initiate_login_uri,
       }, api(req, res));
       res.json(toPublicClient(changed));
     },

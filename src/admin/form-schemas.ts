@@ -14,12 +14,20 @@ export const clientForm = z.object({
   allow_everything: checkbox,
   /** A path under /assets or a data: image; blank for none. */
   logo_url: text(15000).default(''),
+  /** Where the dashboard's one-click sign-in starts the client's own sign-in; blank for none. */
+  initiate_login_uri: text(2048).default(''),
   submission,
   // the values the edit page showed (editedFields, src/admin/panel-common.ts)
   was_client_name: text(200).optional(),
   was_callback_url: text(2048).optional(),
   was_allowed_ips: text(8000).optional(),
   was_logo_url: text(15000).optional(),
+  was_initiate_login_uri: text(2048).optional(),
+});
+
+/** Register a client system: the edit form's fields, and the id, chosen (checked as the CLI's --id) or blank for one made from the name. */
+export const clientCreateForm = clientForm.extend({
+  client_id: text(64).trim().default(''),
 });
 
 /** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */

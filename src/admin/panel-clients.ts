@@ -5,14 +5,16 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
 import { actorOf, clientIdParam } from './actor.ts';
-import { activeForm, clientForm, regenerateForm } from './form-schemas.ts';
+import { activeForm, clientCreateForm, clientForm, regenerateForm } from './form-schemas.ts';
 import { newSubmissionKey, oncePerSubmission } from './once.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin, splitList } from './panel-common.ts';
 
-type ClientFormValues = { client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string };
+type ClientFormValues = {
+  client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string; initiate_login_uri?: string; client_id?: string;
+};
 
 /** The fields of the edit form, each saved only when the administrator changed it (editedFields). */
-const CLIENT_FIELDS = ['client_name', 'callback_url', 'allowed_ips', 'logo_url'] as const;
+const CLIENT_FIELDS = ['client_name', 'callback_url', 'initiate_login_uri', 'allowed_ips', 'logo_url'] as const;
 
 /** A shown value as editableValues writes it: the allow list one entry a line (a browser sends its lines as CRLF), the rest as sent. */
 function splitOrKeep(field: (typeof CLIENT_FIELDS)[number], value: string): string {
@@ -76,13 +78,16 @@ export function clientPanel(deps: { clients: ClientService }) {
   const list: RequestHandler = (req, res) => renderList(req, res);
 
   const create: RequestHandler = async (req, res) => {
-    const form = input(res, clientForm);
+    const form = input(res, clientCreateForm);
     const { client, secret } = await registerOnce(req, form, () => clients.createClient({
       name: form.client_name,
+      // blank: made from the name, as the CLI without --id
+      clientId: form.client_id === '' ? undefined : form.client_id,
       callbackUrl: form.callback_url,
       allowedIps: splitList(form.allowed_ips),
       allowEverything: checked(form.allow_everything),
       logoUrl: form.logo_url,
+      initiateLoginUri: form.initiate_login_uri,
     }, actorOf(req, res, 'admin_panel')));
     renderRevealed(req, res, client, { secret, reason: 'created' });
   };
@@ -95,7 +100,7 @@ export function clientPanel(deps: { clients: ClientService }) {
   const update: RequestHandler = async (req, res) => {
     const clientId = clientIdParam(req);
     const form = input(res, clientForm);
-    const typed = { client_name: form.client_name, callback_url: form.callback_url, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
+    const typed = { client_name: form.client_name, callback_url: form.callback_url, initiate_login_uri: form.initiate_login_uri, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
     const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, sameClientValue));
     const shown = Object.fromEntries(CLIENT_FIELDS.flatMap((f) => (edited.has(f) && form[`was_${f}`] !== undefined ? [[f, splitOrKeep(f, form[`was_${f}`]!)]] : [])));
     await clients.updateClient(clientId, {
@@ -104,6 +109,7 @@ export function clientPanel(deps: { clients: ClientService }) {
       allowedIps: edited.has('allowed_ips') ? splitList(form.allowed_ips) : undefined,
       allowEverything: checked(form.allow_everything),
       logoUrl: edited.has('logo_url') ? form.logo_url : undefined,
+      initiateLoginUri: edited.has('initiate_login_uri') ? form.initiate_login_uri : undefined,
     }, actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
     res.redirect(303, `/admin/clients/${encodeURIComponent(clientId)}`);
@@ -132,7 +138,10 @@ export function clientPanel(deps: { clients: ClientService }) {
   /** A refused registration or edit is shown on the same form, with what was typed, naming the problem. */
   const createFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 429].includes(err.status)) return next(err);
-    await renderList(req, res, req.body as ClientFormValues, err);
+    const posted = req.body as ClientFormValues;
+    // an id chosen on the form that is taken is that field's problem (one made from the name, the name's)
+    const chosenId = typeof posted.client_id === 'string' && posted.client_id.trim() !== '';
+    await renderList(req, res, posted, chosenId && err.code === 'client_exists' ? new AppError(err.status, err.code, err.message, { extra: { field: 'client_id' } }) : err);
   };
   const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);

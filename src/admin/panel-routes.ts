@@ -1,7 +1,7 @@
 import { html, pageError, redirect } from '../openapi/operation.ts';
 import { handlersFrom, route, type Route } from '../routes/declare.ts';
 import { auditQuery } from './schemas.ts';
-import { activeForm, clientForm, confirmForm, linkApproveForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
+import { activeForm, clientCreateForm, clientForm, confirmForm, linkApproveForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { backWithError } from './panel-common.ts';
 import { linkPanel } from './panel-links.ts';
@@ -46,7 +46,7 @@ export const ADMIN_PANEL_ROUTES = [
   }),
   panel({
     method: 'post', path: '/admin/clients', summary: 'Register a client system (secret shown once)', example: { client_name: 'Shop', callback_url: 'https://shop.example/sso/callback', allowed_ips: '203.0.113.0/24' }, responses: { 200: html('The client\'s page with its secret, shown this once (never kept in the session)'), 400: html('The form again with the problem') },
-    bodyType: 'form', body: clientForm,
+    bodyType: 'form', body: clientCreateForm,
     handle: clients.handle((h) => h.create),
     onError: clients.onError((h) => h.createFailed),
   }),

@@ -24,6 +24,8 @@ export const createClientSchema = z.object({
   allow_everything: z.boolean().optional(),
   /** Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL. */
   logo_url: logoUrl.optional(),
+  /** Where the dashboard's one-click sign-in sends the browser (OpenID Connect initiate_login_uri). */
+  initiate_login_uri: url.optional(),
 }).strict();
 
 /**
@@ -43,6 +45,8 @@ export const updateClientSchema = z.object({
   allow_everything: z.boolean().optional(),
   /** null (or "") removes the logo. */
   logo_url: logoUrl.nullable().optional(),
+  /** null (or "") removes it: the dashboard's one-click sign-in goes straight to the callback. */
+  initiate_login_uri: str(2048).trim().nullable().optional(),
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
 const email = str(254).trim();

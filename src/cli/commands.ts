@@ -32,8 +32,10 @@ export interface ParsedArgs {
 export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s admin -- <command> [--json])
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--allow-everything] [--id CLIENT_ID]
+                [--initiate-login-uri URL]   where the dashboard's one-click sign-in starts the client's own sign-in
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
-  client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]
+  client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false]
+                             --initiate-login-uri '' removes it
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
   client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
                              is admitted); 0.0.0.0/0 or ::/0 needs --allow-everything
@@ -66,6 +68,14 @@ export function readOnlyCommand(args: ParsedArgs): boolean {
 function required(args: ParsedArgs, name: string): string {
   const v = args.options[name];
   if (typeof v !== 'string' || v.trim() === '') throw new AppError(400, 'usage', `--${name} is required`);
+  return v;
+}
+
+/** An option with a value, '' included (a value that clears); undefined when absent; a bare flag is a usage error. */
+function optionalText(args: ParsedArgs, name: string): string | undefined {
+  const v = args.options[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new AppError(400, 'usage', `--${name} needs a value ('' for none)`);
   return v;
 }
 
@@ -109,15 +119,20 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
           allowedIps: list(args.options['allow-ip']),
           clientId: typeof args.options.id === 'string' ? args.options.id : undefined,
           allowEverything: args.options['allow-everything'] === true,
+          initiateLoginUri: optionalText(args, 'initiate-login-uri'),
         },
         ACTOR,
       );
-      const json = { client_id: client.client_id, client_secret: secret, client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips };
+      const json = {
+        client_id: client.client_id, client_secret: secret, client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips,
+        ...(client.initiate_login_uri ? { initiate_login_uri: client.initiate_login_uri } : {}),
+      };
       return {
         json,
         text: [
           `Created client ${client.client_id} (${client.client_name})`,
           `  callback_url:  ${client.callback_url}`,
+          ...(client.initiate_login_uri ? [`  initiate_login_uri: ${client.initiate_login_uri}`] : []),
           `  allowed_ips:   ${client.allowed_ips.join(', ') || '(none: every caller is refused until you add one)'}`,
           `  client_secret: ${secret}`,
           '',
@@ -146,22 +161,25 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       return { json: { client_id: client.client_id, allowed_ips: client.allowed_ips }, text: `${client.client_id} allows: ${client.allowed_ips.join(', ') || '(nobody)'}` };
     }
     case 'client update': {
-      const clientId = rest[0] ?? usage('client update CLIENT_ID [--name N] [--callback-url U] [--active true|false]');
+      const clientId = rest[0] ?? usage('client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false]');
       const active = args.options.active;
       if (active !== undefined && active !== 'true' && active !== 'false') usage('client update CLIENT_ID ... --active true|false');
       const patch = {
         clientName: typeof args.options.name === 'string' ? args.options.name.trim() : undefined,
         callbackUrl: typeof args.options['callback-url'] === 'string' ? args.options['callback-url'].trim() : undefined,
+        // '' removes it
+        initiateLoginUri: optionalText(args, 'initiate-login-uri'),
         active: active === undefined ? undefined : active === 'true',
       };
-      if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--active true|false] (at least one)');
+      if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false] (at least one)');
       if (patch.clientName !== undefined && (patch.clientName === '' || patch.clientName.length > 200)) {
         throw new AppError(400, 'invalid_name', '--name must be 1-200 characters');
       }
       const client = toPublicClient(await services.clients.updateClient(clientId, patch, ACTOR));
       return {
         json: client,
-        text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`,
+        text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`
+          + (client.initiate_login_uri ? `, initiate login ${client.initiate_login_uri}` : ''),
       };
     }
     case 'client list': {

@@ -28,6 +28,7 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   name: { type: 'string' },
   'callback-url': { type: 'string' },
+  'initiate-login-uri': { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
   'allow-everything': { type: 'boolean' },
   none: { type: 'boolean' },

@@ -6,6 +6,11 @@ export interface ClientRecord {
   secret_hash: string;
   secret_last4: string;
   callback_url: string;
+  /**
+   * Where the dashboard's one-click sign-in sends the browser (OpenID Connect's
+   * initiate_login_uri): the client starts its own sign-in there, with its own state. Null: none.
+   */
+  initiate_login_uri: string | null;
   allowed_ips: string[];
   /** Shown on its sign-in page: a path under /assets or a data: image (see pages/logo-url.ts), or null. */
   logo_url: string | null;

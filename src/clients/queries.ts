@@ -7,7 +7,7 @@ import type { ClientRecord } from './client.ts';
  * decided by the database's clock in the very statement that reads it, so every instance
  * stops accepting it at the same moment whatever its own clock says.
  */
-const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, initiate_login_uri, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
@@ -33,12 +33,15 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
 
 export async function insertClient(
   q: Queryable,
-  c: { clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null },
+  c: {
+    clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null;
+    initiateLoginUri?: string | null;
+  },
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, initiate_login_uri)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null, c.initiateLoginUri ?? null],
   );
   return r.rows[0];
 }
@@ -64,11 +67,11 @@ export async function updateClientSecret(
   return r.rows[0] ?? null;
 }
 
-/** Changes the given fields of a client (`logoUrl: null` removes the logo); unknown client: null. */
+/** Changes the given fields of a client (`logoUrl: null` removes the logo, `initiateLoginUri: null` the initiate-login URL); unknown client: null. */
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null; initiateLoginUri?: string | null },
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -77,10 +80,11 @@ export async function updateClient(
        allowed_ips = COALESCE($4::text[], allowed_ips),
        active = COALESCE($5, active),
        logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
+       initiate_login_uri = CASE WHEN $8::boolean THEN $9::text ELSE initiate_login_uri END,
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
     [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
-      patch.logoUrl !== undefined, patch.logoUrl ?? null],
+      patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.initiateLoginUri !== undefined, patch.initiateLoginUri ?? null],
   );
   return r.rows[0] ?? null;
 }

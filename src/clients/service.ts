@@ -17,6 +17,8 @@ export interface PublicClient {
   client_name: string;
   client_secret: string;
   callback_url: string;
+  /** Where the dashboard's one-click sign-in sends the browser to start the client's own sign-in; null: none. */
+  initiate_login_uri: string | null;
   allowed_ips: string[];
   logo_url: string | null;
   active: boolean;
@@ -32,6 +34,7 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     client_name: c.client_name,
     client_secret: maskSecret(c.secret_last4),
     callback_url: c.callback_url,
+    initiate_login_uri: c.initiate_login_uri ?? null,
     allowed_ips: c.allowed_ips,
     logo_url: c.logo_url ?? null,
     active: c.active,
@@ -42,11 +45,16 @@ export function toPublicClient(c: ClientRecord): PublicClient {
 }
 
 /** The values an editing page showed of the fields it saves, as editableValues gives them (409 edit_conflict when one has moved since). */
-export type ShownClient = Partial<Record<'client_name' | 'callback_url' | 'allowed_ips' | 'logo_url', string>>;
+export type ShownClient = Partial<Record<EditableField, string>>;
 
-/** A client's editable fields as an editing page shows them: the allow list one entry a line, no logo as ''. */
-export function editableValues(c: ClientRecord): Record<'client_name' | 'callback_url' | 'allowed_ips' | 'logo_url', string> {
-  return { client_name: c.client_name, callback_url: c.callback_url, allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '' };
+type EditableField = 'client_name' | 'callback_url' | 'initiate_login_uri' | 'allowed_ips' | 'logo_url';
+
+/** A client's editable fields as an editing page shows them: the allow list one entry a line, no logo or initiate-login URL as ''. */
+export function editableValues(c: ClientRecord): Record<EditableField, string> {
+  return {
+    client_name: c.client_name, callback_url: c.callback_url, initiate_login_uri: c.initiate_login_uri ?? '',
+    allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '',
+  };
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -69,6 +77,22 @@ export function checkCallbackUrl(raw: string, options: { production?: boolean } 
     throw new AppError(400, 'invalid_callback_url', 'callback_url must use https: the token travels in its query string');
   }
   return url.toString();
+}
+
+/**
+ * A client's initiate-login URL as given (blank or null: none): as a callback, an absolute
+ * http(s) URL without credentials or fragment (https in production, except on loopback), or
+ * 400 invalid_initiate_login_uri. The database checks the same (migrations/0023).
+ */
+export function checkInitiateLoginUri(raw: string | null | undefined, options: { production?: boolean } = {}): string | null {
+  const value = raw?.trim() ?? '';
+  if (value === '') return null;
+  try {
+    return checkCallbackUrl(value, options);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    throw new AppError(400, 'invalid_initiate_login_uri', err.message.replace(/^callback_url/, 'initiate_login_uri').replace('the token travels in its query string', 'the browser of a signed-in user is sent there'));
+  }
 }
 
 /** A client logo as given (blank: none), or 400 invalid_logo_url naming what is accepted. */
@@ -140,12 +164,16 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
   return {
     /** Registers a client system; the plain secret is returned here and never again. */
     async createClient(
-      input: { name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null },
+      input: {
+        name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null;
+        initiateLoginUri?: string | null;
+      },
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
       const logoUrl = checkLogoUrl(input.logoUrl);
+      const initiateLoginUri = checkInitiateLoginUri(input.initiateLoginUri, { production });
       if (input.clientId !== undefined && !CLIENT_ID.test(input.clientId)) {
         throw new AppError(400, 'invalid_client_id', 'client_id must be 3-64 lower-case letters, digits, _ or -, starting with a letter or digit');
       }
@@ -164,6 +192,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
           callbackUrl,
           allowedIps,
           logoUrl,
+          initiateLoginUri,
         });
         events.written(tx); // client.registered, by the trigger
         return created;
@@ -201,10 +230,13 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       return { client, secret };
     },
 
-    /** Changes name, callback URL, allow list or active flag of a client. */
+    /** Changes name, callback URL, initiate-login URL, allow list, logo or active flag of a client. */
     async updateClient(
       clientId: string,
-      patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null },
+      patch: {
+        clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null;
+        initiateLoginUri?: string | null;
+      },
       actor: Actor,
       shown?: ShownClient,
     ): Promise<ClientRecord> {
@@ -214,6 +246,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),
         active: patch.active,
         logoUrl: patch.logoUrl === undefined ? undefined : checkLogoUrl(patch.logoUrl),
+        initiateLoginUri: patch.initiateLoginUri === undefined ? undefined : checkInitiateLoginUri(patch.initiateLoginUri, { production }),
       };
       // audited by the database (client.update, naming what changed), only when something did
       return refusedAsBadInput(() => db.transaction(async (tx) => {
@@ -226,6 +259,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
           refuseEditConflicts(shown, editableValues(before), {
             client_name: changes.clientName, callback_url: changes.callbackUrl,
             allowed_ips: changes.allowedIps?.join('\n'), logo_url: changes.logoUrl === undefined ? undefined : changes.logoUrl ?? '',
+            initiate_login_uri: changes.initiateLoginUri === undefined ? undefined : changes.initiateLoginUri ?? '',
           });
         }
         const updated = await updateClient(tx, clientId, changes);

@@ -51,12 +51,12 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
   clients: {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
-      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url'],
+      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url', 'initiate_login_uri'],
     privileges: READ_WRITE,
     // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without
-    // repeating them), 0021 (a client's tokens go with it, and keep its name)
+    // repeating them), 0021 (a client's tokens go with it, and keep its name), 0023 (the initiate-login URL)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash',
-      'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens'],
+      'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens', 'clients_before_initiate_login_uri'],
     unique: [['client_id']],
   },
   sso_tokens: {

@@ -3,7 +3,7 @@ import { AppError } from './errors.ts';
 /** What a field of an edit form is called in a conflict's message. */
 const FIELD_LABELS: Record<string, string> = {
   email: 'The email address', full_name: 'The full name', role: 'The role',
-  client_name: 'The name', callback_url: 'The callback URL', allowed_ips: 'The allow list', logo_url: 'The logo',
+  client_name: 'The name', callback_url: 'The callback URL', initiate_login_uri: 'The initiate-login URL', allowed_ips: 'The allow list', logo_url: 'The logo',
   url: 'The receiver URL', events: 'The events',
 };
 

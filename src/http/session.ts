@@ -25,6 +25,12 @@ declare module 'express-session' {
      * Never stored.
      */
     renewedFrom?: string;
+    /**
+     * A dashboard one-click sign-in handed to a client's initiate-login URL: the sign-in that
+     * client starts next (GET /sso/login, before `until`, ms) is the dashboard's, so its
+     * token carries the user's active link name there (src/pages/dashboard.ts, login.ts).
+     */
+    dashboardSignIn?: { clientId: string; until: number };
   }
 }
 

@@ -29,6 +29,8 @@ export interface DashboardSystemRow {
   client_id: string;
   client_name: string;
   callback_url: string;
+  /** The client's initiate-login URL (migrations/0023), or null. */
+  initiate_login_uri: string | null;
   external_username: string | null;
   status: LinkStatus | null;
 }
@@ -45,7 +47,7 @@ export const linkNameKey = normalizeUsername;
 /** Active client systems, the user's links first, then by name. */
 export async function dashboardSystems(q: Queryable, userId: number): Promise<DashboardSystemRow[]> {
   const r = await q.query<DashboardSystemRow>(
-    `SELECT c.client_id, c.client_name, c.callback_url, l.external_username, l.status
+    `SELECT c.client_id, c.client_name, c.callback_url, c.initiate_login_uri, l.external_username, l.status
        FROM clients c
        LEFT JOIN user_client_links l ON l.client_id = c.client_id AND l.user_id = $1
       WHERE c.active

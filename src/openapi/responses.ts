@@ -112,6 +112,7 @@ export const publicClient = z.object({
   client_name: z.string(),
   client_secret: z.string().describe('Masked, e.g. ••••••••Xy3Q'),
   callback_url: z.string(),
+  initiate_login_uri: z.string().nullable().describe('Where the dashboard\'s one-click sign-in sends the browser to start this client\'s own sign-in (OpenID Connect initiate_login_uri); null: to the callback with a token'),
   allowed_ips: z.array(z.string()),
   logo_url: z.string().nullable().describe('Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL; null for none'),
   active: z.boolean(),

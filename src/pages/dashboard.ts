@@ -6,7 +6,7 @@ import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { sendToClient } from './login.ts';
+import { DASHBOARD_HANDOFF_MS, sendToClient } from './login.ts';
 import { signInRedirect } from './login-target.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
@@ -29,6 +29,14 @@ function linkContext(req: Request) {
   return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
 }
 
+/**
+ * This service's address as the `iss` of an initiate-login request: PUBLIC_URL, else the
+ * origin this request reached (the SDK compares it with its baseUrl).
+ */
+function issuerUrl(req: Request, publicUrl: string | undefined): string {
+  return (publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`).replace(/\/+$/, '');
+}
+
 function hostOf(url: string): string {
   try {
     return new URL(url).host;
@@ -38,7 +46,7 @@ function hostOf(url: string): string {
 }
 
 /** The dashboard: client systems, links and their state, and one-click sign-in. */
-export function dashboardHandlers(deps: { links: LinkService; clients: Pick<ClientService, 'findClient'>; sso: SsoService }) {
+export function dashboardHandlers(deps: { links: LinkService; clients: Pick<ClientService, 'findClient'>; sso: SsoService; publicUrl?: string }) {
   const { links, clients, sso } = deps;
 
   const show: RequestHandler = async (req, res) => {
@@ -48,8 +56,9 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
       nav: 'dashboard',
       systems: systems.map((s) => ({ ...s, host: hostOf(s.callback_url) })),
     }, {
-      // one-click sign-in ends in a redirect to a linked system's registered callback
-      formTargets: systems.filter((s) => s.external_username !== null).map((s) => s.callback_url),
+      // one-click sign-in ends in a redirect to a linked system's registered callback, or goes
+      // through its initiate-login URL (form-action covers every redirect of the submission)
+      formTargets: systems.filter((s) => s.external_username !== null).flatMap((s) => [s.callback_url, ...(s.initiate_login_uri ? [s.initiate_login_uri] : [])]),
     });
   };
 
@@ -85,11 +94,21 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
     if (!client || !link) {
       throw new AppError(404, 'link_not_found', 'Link that system first: it is not linked to your account or no longer active.');
     }
+    if (client.initiate_login_uri) {
+      // OpenID Connect third-party initiated login: the client starts its own sign-in (its own
+      // state) at /sso/login, which this session makes one click; that sign-in is this one
+      req.session.dashboardSignIn = { clientId: client.client_id, until: Date.now() + DASHBOARD_HANDOFF_MS };
+      const to = new URL(client.initiate_login_uri);
+      to.searchParams.set('iss', issuerUrl(req, deps.publicUrl));
+      res.setHeader('Cache-Control', 'no-store');
+      return res.redirect(303, to.toString());
+    }
     // a link revoked between this read and the validation fails there (src/sso/queries.ts)
     await sendToClient(req, res, sso, client, user, {
       twoFactorUsed: req.session.twoFactorUsed === true,
       ...(link.status === 'active' ? { claimUsername: link.external_username } : {}),
       flow: 'dashboard',
+      idpInitiated: true,
     });
   };
 

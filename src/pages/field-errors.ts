@@ -9,6 +9,8 @@ const FIELD_OF_CODE: Record<string, string> = {
   invalid_allowed_ips: 'allowed_ips',
   allow_everything_unconfirmed: 'allowed_ips',
   invalid_logo_url: 'logo_url',
+  invalid_initiate_login_uri: 'initiate_login_uri',
+  invalid_client_id: 'client_id',
   client_exists: 'client_name',
   invalid_username: 'username',
   username_taken: 'username',

@@ -8,6 +8,7 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { callbackWithToken } from '../clients/callback.ts';
 import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
+import type { LinkService } from '../links/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from './logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
@@ -77,7 +78,7 @@ export async function sendToClient(
   sso: Pick<SsoService, 'issueForUser'>,
   client: ClientRecord,
   user: UserRecord,
-  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string },
+  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string; idpInitiated?: boolean },
 ): Promise<void> {
   let token: string;
   try {
@@ -96,16 +97,37 @@ export async function sendToClient(
   // the token is in the URL: no cache may keep this answer, no Referer may carry it on
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Referrer-Policy', 'no-referrer');
-  res.redirect(303, callbackWithToken(client.callback_url, token, options.state));
+  // a sign-in the client did not start carries no state: `idp_initiated=1` says so, for the
+  // SDK (handleCallback's acceptIdpInitiated, docs/sdk.md) and any client that checks state
+  const url = callbackWithToken(client.callback_url, token, options.state);
+  res.redirect(303, options.idpInitiated ? `${url}&idp_initiated=1` : url);
 }
 
+/** How long a dashboard one-click sign-in waits for the client's own sign-in to arrive. */
+export const DASHBOARD_HANDOFF_MS = 5 * 60_000;
+
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
-export function loginHandlers(deps: { auth: AuthService; sso: SsoService }) {
-  const { auth, sso } = deps;
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links: Pick<LinkService, 'find'> }) {
+  const { auth, sso, links } = deps;
+
+  /**
+   * The sign-in a client started from its initiate-login URL, sent there by the dashboard's
+   * one-click sign-in moments ago (used once): as the dashboard's own, the token carries the
+   * user's active link name at that client.
+   */
+  async function dashboardHandoff(req: Request, client: ClientRecord, user: UserRecord): Promise<{ flow: string; claimUsername?: string } | null> {
+    const handoff = req.session?.dashboardSignIn;
+    if (!handoff || handoff.clientId !== client.client_id) return null;
+    delete req.session.dashboardSignIn;
+    if (handoff.until < Date.now()) return null;
+    const link = await links.find(user.id, client.client_id);
+    return { flow: 'dashboard', ...(link?.status === 'active' ? { claimUsername: link.external_username } : {}) };
+  }
 
   async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
     if (target.kind === 'client') {
-      await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser' });
+      const handoff = await dashboardHandoff(req, target.client, user);
+      await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser', ...handoff });
     } else {
       res.redirect(303, target.next);
     }

@@ -7,8 +7,8 @@ import { loginHandlers } from './login.ts';
 import { clientTarget, serviceTarget } from './login-target.ts';
 import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
-const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso }));
-const dashboard = handlersFrom((s) => dashboardHandlers(s));
+const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, links: s.links }));
+const dashboard = handlersFrom((s) => dashboardHandlers({ ...s, publicUrl: s.deps.config.PUBLIC_URL }));
 const security = handlersFrom((s) => accountSecurityHandlers(s));
 const demo = handlersFrom((s) => ({ callback: demoCallback({ dataDir: s.deps.config.DATA_DIR }) }));
 

@@ -5,6 +5,8 @@
  *   const sso = createSsoClient({ baseUrl: 'https://auth.example.com', clientId, clientSecret });
  *   res.redirect(sso.signInUrl({ state }));                 // the browser flow: sign in there,
  *   const result = await sso.handleCallback(req.originalUrl, { expectedState: state }); // back here
+ *   const start = sso.handleInitiateLogin(req.originalUrl); // the dashboard's one-click sign-in
+ *   if (start.ok) { req.session.ssoState = start.state; res.redirect(start.url); }
  *   const { redirect_url } = await sso.issueToken('alice', { ipAddress: endUserIp });
  *   const { user } = await sso.validateToken(tokenFromCallback, { ipAddress: endUserIp });
  *   await sso.confirmLink(user.id, localUsername); // a dashboard link, once proven here
@@ -13,10 +15,12 @@
  * directory and src/webhooks/verify.ts to JavaScript on their own (docs/contract.md, "The
  * SDK package"). Every failure is an SsoError; a refused sign-in is a value.
  */
-import { buildSignInUrl, type CallbackInput, couldBeToken, readCallback, sameState } from './sign-in.ts';
+import {
+  buildSignInUrl, type CallbackInput, couldBeToken, type InitiateLoginInput, newState, readCallback, readInitiateLogin, sameIssuer, sameState,
+} from './sign-in.ts';
 
 export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
-export { buildSignInUrl, newState, readCallback, MAX_STATE_LENGTH, type CallbackInput } from './sign-in.ts';
+export { buildSignInUrl, newState, readCallback, readInitiateLogin, MAX_STATE_LENGTH, type CallbackInput, type InitiateLoginInput } from './sign-in.ts';
 
 /** How to reach the service and who we are. */
 export interface SsoClientOptions {
@@ -37,6 +41,11 @@ export interface SsoClientOptions {
   retries?: number;
   /** Upper bound of one wait between such retries, in milliseconds (default 5000). */
   maxRetryDelayMs?: number;
+  /**
+   * The `iss` an initiate-login request must carry (`handleInitiateLogin`): the service's
+   * PUBLIC_URL. Default: `baseUrl`.
+   */
+  issuer?: string;
 }
 
 /** POST /api/sso/token: a single-use token and the client's callback URL carrying it. */
@@ -105,8 +114,17 @@ export type SignInRefusal = TokenRejection | 'missing_token' | 'state_mismatch';
 
 /** The outcome of a browser sign-in's callback. */
 export type SignInResult =
-  | { ok: true; user: SsoUser; expiresAt: string; state?: string }
+  | { ok: true; user: SsoUser; expiresAt: string; state?: string; /** A sign-in this client did not start, accepted by `acceptIdpInitiated`. */ idpInitiated?: true }
   | { ok: false; reason: SignInRefusal; message: string };
+
+/**
+ * What `handleInitiateLogin` answers: where to send the browser, with the fresh `state` to keep
+ * in its session first (and the checked `target_link_uri`, when one came and is allowed); or
+ * a refusal when the request names another issuer.
+ */
+export type InitiateLoginResult =
+  | { ok: true; url: string; state: string; targetLinkUri?: string }
+  | { ok: false; reason: 'issuer_mismatch'; message: string };
 
 /**
  * A call that did not succeed. `status` is the HTTP status (0 when no answer arrived), `code`
@@ -158,6 +176,14 @@ export interface CallbackOptions {
   expectedState?: string | null;
   /** The end user's IP: the token must be bound to it, as in `validateToken`. */
   ipAddress?: string;
+  /**
+   * Accept a sign-in this client did not start: the dashboard's one-click sign-in to a client
+   * that registered no initiate-login URL arrives with `idp_initiated=1` and no state. Such a
+   * callback then skips the state check; the token must instead be bound to the browser's
+   * address, so `ipAddress` is required with this option (a TypeError otherwise). Prefer an
+   * initiate-login URL and `handleInitiateLogin` (docs/sdk.md).
+   */
+  acceptIdpInitiated?: boolean;
 }
 
 /** The client: one object per client system, safe to share between requests. */
@@ -192,6 +218,15 @@ export interface SsoClient {
    * started a sign-in) refuses the callback as `state_mismatch`, its token left unused.
    */
   handleCallback(callback: CallbackInput, options?: CallbackOptions): Promise<SignInResult>;
+  /**
+   * Handles a request to this client's initiate-login URL (OpenID Connect third-party initiated
+   * login: the dashboard's one-click sign-in sends the browser there with `?iss=…`): checks
+   * `iss` against the service (`issuer`, default `baseUrl`) and starts a sign-in with a fresh
+   * state. Keep `state` in the browser's session and redirect to `url`; the callback is then
+   * checked with `expectedState` as usual. A `target_link_uri` is returned only when its
+   * origin is `targetOrigin` (never otherwise: it would be an open redirect).
+   */
+  handleInitiateLogin(request: InitiateLoginInput, options?: { targetOrigin?: string }): InitiateLoginResult;
 }
 
 /** Creates a client for the service at `options.baseUrl` with this client system's credentials. */
@@ -265,10 +300,13 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
   }
 
   async function handleCallback(callback: CallbackInput, o: CallbackOptions = {}): Promise<SignInResult> {
-    const { token, state } = readCallback(callback);
+    // decided by the options alone, so no callback can turn it into a throw
+    if (o.acceptIdpInitiated && !o.ipAddress) throw new TypeError('acceptIdpInitiated needs ipAddress: a sign-in without state is accepted only bound to the browser\'s address');
+    const { token, state, idpInitiated } = readCallback(callback);
+    const unrequested = o.acceptIdpInitiated === true && idpInitiated === true && state === undefined;
     // `{expectedState: req.session.ssoState}` names the check even when the session holds no
     // state: only leaving the key out skips it, so a forged callback is not waved through.
-    if ('expectedState' in o && (!o.expectedState || !sameState(o.expectedState, state))) {
+    if ('expectedState' in o && !unrequested && (!o.expectedState || !sameState(o.expectedState, state))) {
       return { ok: false, reason: 'state_mismatch', message: 'The callback does not carry the state this sign-in started with' };
     }
     if (token === undefined) return { ok: false, reason: 'missing_token', message: 'The callback carries no token' };
@@ -279,7 +317,10 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     }
     try {
       const validated = await client.validateToken(token, { ipAddress: o.ipAddress });
-      return { ok: true, user: validated.user, expiresAt: validated.expires_at, ...(state !== undefined ? { state } : {}) };
+      return {
+        ok: true, user: validated.user, expiresAt: validated.expires_at,
+        ...(state !== undefined ? { state } : {}), ...(unrequested ? { idpInitiated: true as const } : {}),
+      };
     } catch (err) {
       if (err instanceof SsoError && err.isTokenRejection) return { ok: false, reason: err.code as TokenRejection, message: err.message };
       throw err;
@@ -297,6 +338,21 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     pendingLinks: async () => (await call<{ links: PendingLink[] }>('/api/sso/links/pending', {}, true)).links,
     signInUrl: (o = {}) => buildSignInUrl(base, options.clientId, o.state),
     handleCallback,
+    handleInitiateLogin: (request, o = {}) => {
+      const { iss, targetLinkUri } = readInitiateLogin(request);
+      const issuer = options.issuer ?? base;
+      if (iss === undefined || !sameIssuer(iss, issuer)) {
+        return { ok: false, reason: 'issuer_mismatch', message: `The initiate-login request does not name ${issuer} as its issuer` };
+      }
+      const state = newState();
+      let target: string | undefined;
+      try {
+        target = targetLinkUri !== undefined && o.targetOrigin !== undefined && new URL(targetLinkUri).origin === new URL(o.targetOrigin).origin ? targetLinkUri : undefined;
+      } catch {
+        target = undefined; // not a URL: left out
+      }
+      return { ok: true, url: buildSignInUrl(base, options.clientId, state), state, ...(target !== undefined ? { targetLinkUri: target } : {}) };
+    },
   };
   return client;
 }

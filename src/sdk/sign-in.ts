@@ -33,11 +33,18 @@ export function newState(): string {
  * `req.originalUrl` has it), the query (`URLSearchParams`, or an object such as Express's
  * `req.query`), or the token itself.
  */
-export type CallbackInput = string | URL | URLSearchParams | { token?: unknown; state?: unknown };
+export type CallbackInput = string | URL | URLSearchParams | { token?: unknown; state?: unknown; idp_initiated?: unknown };
 
-/** The token and state a callback carries (either may be missing). */
-export function readCallback(input: CallbackInput): { token?: string; state?: string } {
-  const from = (params: URLSearchParams) => ({ token: params.get('token') ?? undefined, state: params.get('state') ?? undefined });
+/**
+ * The token and state a callback carries (either may be missing), and `idpInitiated: true`
+ * when it says it is a sign-in the service started (the dashboard's one-click sign-in to a
+ * client without an initiate-login URL: `idp_initiated=1`, no state).
+ */
+export function readCallback(input: CallbackInput): { token?: string; state?: string; idpInitiated?: true } {
+  const from = (params: URLSearchParams) => ({
+    token: params.get('token') ?? undefined, state: params.get('state') ?? undefined,
+    ...(params.get('idp_initiated') === '1' ? { idpInitiated: true as const } : {}),
+  });
   if (input instanceof URL) return from(input.searchParams);
   if (input instanceof URLSearchParams) return from(input);
   if (typeof input === 'string') {
@@ -46,7 +53,25 @@ export function readCallback(input: CallbackInput): { token?: string; state?: st
     return { token: input || undefined };
   }
   const one = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-  return { token: one(input.token), state: one(input.state) };
+  return { token: one(input.token), state: one(input.state), ...(input.idp_initiated === '1' ? { idpInitiated: true as const } : {}) };
+}
+
+/** What an initiate-login request can be given as: its URL or path, or its query (as CallbackInput). */
+export type InitiateLoginInput = string | URL | URLSearchParams | { iss?: unknown; target_link_uri?: unknown };
+
+/** `iss` and `target_link_uri` of an initiate-login request (OpenID Connect third-party initiated login). */
+export function readInitiateLogin(input: InitiateLoginInput): { iss?: string; targetLinkUri?: string } {
+  const one = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const from = (p: URLSearchParams) => ({ iss: one(p.get('iss')), targetLinkUri: one(p.get('target_link_uri')) });
+  if (input instanceof URL) return from(input.searchParams);
+  if (input instanceof URLSearchParams) return from(input);
+  if (typeof input === 'string') return from(new URL(input, 'http://initiate.invalid').searchParams);
+  return { iss: one(input.iss), targetLinkUri: one(input.target_link_uri) };
+}
+
+/** An issuer URL compared as the service writes it: no trailing slash. */
+export function sameIssuer(a: string, b: string): boolean {
+  return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 }
 
 /** Whether a callback's token could be one the service issued: a compact JWS (three base64url parts) it would read (at most 8192 characters). */

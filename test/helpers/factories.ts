@@ -7,13 +7,14 @@ const CLI = { via: 'cli' as const, username: 'test' };
 /** Registers a client system; returns its id and the plain secret. */
 export async function makeClient(
   app: TestApp,
-  options: { allowedIps?: string[]; callbackUrl?: string; name?: string } = {},
+  options: { allowedIps?: string[]; callbackUrl?: string; name?: string; initiateLoginUri?: string } = {},
 ): Promise<{ client_id: string; client_secret: string; client_name: string; callback_url: string }> {
   const { client, secret } = await app.services.clients.createClient(
     {
       name: options.name ?? unique('Client '),
       callbackUrl: options.callbackUrl ?? 'https://client.example/sso/callback?from=auth',
       allowedIps: options.allowedIps ?? ['127.0.0.1', '::1'],
+      initiateLoginUri: options.initiateLoginUri,
     },
     CLI,
   );
