@@ -118,9 +118,11 @@ export async function applySeeds(db: Db, files: readonly SeedFile[], actor: { us
       }
     }
     const created = [...after.keys()].filter((id) => !before.has(id));
-    const updated = [...after.keys()].filter((id) => before.has(id) && before.get(id) !== after.get(id));
+    const updated = [...after.keys()].filter((id) => before.has(id) && before.get(id)!.state !== after.get(id)!.state);
     const deleted = [...before.keys()].filter((id) => !after.has(id));
-    return { files: files.map((f) => f.name), created, updated, deleted, unchanged: after.size - created.length - updated.length };
+    // unchanged: written back by a file as it was (an upsert re-applied), not merely in the table
+    const unchanged = [...after.keys()].filter((id) => before.has(id) && before.get(id)!.state === after.get(id)!.state && before.get(id)!.version !== after.get(id)!.version);
+    return { files: files.map((f) => f.name), created, updated, deleted, unchanged: unchanged.length };
   });
 }
 

@@ -7,12 +7,18 @@ export async function clientCallbacks(q: Queryable): Promise<Map<string, string>
   return new Map(r.rows.map((row) => [row.client_id, row.callback_url]));
 }
 
-/** Each client's id and a digest of its documented columns, to tell what a seed run changed. */
-export async function clientStates(q: Queryable): Promise<Map<string, string>> {
-  const r = await q.query<{ client_id: string; state: string }>(
-    `SELECT client_id, md5(row(client_name, callback_url, allowed_ips, active, secret_hash, logo_url, previous_secret_hash, previous_secret_expires_at, initiate_login_uri)::text) AS state FROM clients`,
+/**
+ * Each client's id, a digest of its documented columns (what a seed run changed), and the
+ * version of its row (xmin: a new one whenever a statement writes the row, even with the same
+ * values, so a row a file wrote back unchanged is told from one it never named).
+ */
+export async function clientStates(q: Queryable): Promise<Map<string, { state: string; version: string }>> {
+  const r = await q.query<{ client_id: string; state: string; version: string }>(
+    `SELECT client_id, xmin::text AS version,
+            md5(row(client_name, callback_url, allowed_ips, active, secret_hash, logo_url, previous_secret_hash, previous_secret_expires_at, initiate_login_uri)::text) AS state
+     FROM clients`,
   );
-  return new Map(r.rows.map((row) => [row.client_id, row.state]));
+  return new Map(r.rows.map((row) => [row.client_id, { state: row.state, version: row.version }]));
 }
 
 /**

@@ -5,7 +5,7 @@ import { hashClientSecret } from '../../src/clients/credentials.ts';
 import { applySeeds } from '../../src/seeds/apply.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { admin } from '../helpers/cli.ts';
-import { makeUser } from '../helpers/factories.ts';
+import { makeClient, makeUser } from '../helpers/factories.ts';
 import { deliveries, subscribe } from '../auth/support.ts';
 import { auditOf } from '../admin/support.ts';
 import { ROOT } from '../helpers/processes.ts';
@@ -150,6 +150,20 @@ describe('client systems as SQL seeds', () => {
     expect(updates).toHaveLength(1);
     expect(updates[0].details).toMatchObject({ via: 'seed', changed: { client_name: 'Changed', allowed_ips: ['10.1.0.0/16'] } });
     expect((await deliveries(app, hook, 'client.registered')).filter((d) => d.client_id === c.id), 'still one event').toHaveLength(1);
+  });
+
+  it('counts as unchanged only the clients the files name, not every other client in the table', async () => {
+    await makeClient(app); // in the table, in no file
+    const c = newClient();
+    const file = { name: 'seeds/clients.sql', sql: seedSql([c]) };
+    expect(await applySeeds(app.db, [file])).toMatchObject({ created: [c.id], updated: [], deleted: [], unchanged: 0 });
+    expect(await applySeeds(app.db, [file])).toMatchObject({ created: [], updated: [], deleted: [], unchanged: 1 });
+    const other = newClient();
+    const both = { name: 'seeds/clients.sql', sql: seedSql([c, other]) };
+    expect(await applySeeds(app.db, [both])).toMatchObject({ created: [other.id], updated: [], unchanged: 1 });
+    const project = await projectWith({ 'seeds/clients.sql': seedSql([c, other]) });
+    const run = await seed(app, project);
+    expect(run.stdout).toMatch(/created 0, updated 0, deleted 0, unchanged 2\b/);
   });
 
   it('of runs at once applying the same new client, one reports it created and the others unchanged', async () => {
