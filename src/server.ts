@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { EnvFileError, loadEnvFile, type EnvFileResult } from './config/env-file.ts';
 import { tightenPrivateDir, usePrivateUmask } from './config/private-dir.ts';
 import { openDatabase } from './db/open.ts';
+import { removeServiceAddress, saveServiceAddress } from './demo/address.ts';
 import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
@@ -44,6 +45,8 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, ...(running.metricsUrl ? { metrics_url: running.metricsUrl } : {}), database: db.kind }, 'auth service listening');
+  // for the command line (`admin demo`): the address it listens on, whatever the shell's PORT
+  await saveServiceAddress(config.DATA_DIR, running.url).catch((err: unknown) => logger.warn({ err }, 'could not record the service address in DATA_DIR'));
   // first start on the embedded database outside production: a demo to click through
   const seeding = seedDemoOnFirstStart(running.services, config, running.url).then((demo) => {
     if (demo) console.log(demoBanner(demo));
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
     try {
       await seeding; // a demo is made whole before the stop (a client without its user otherwise)
       await running.stop(); // in-flight requests answered, workers done with their current attempt
+      await removeServiceAddress(config.DATA_DIR);
       await db.close();
     } catch (err) {
       logger.error({ err }, 'shutdown failed');

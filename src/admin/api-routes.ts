@@ -17,7 +17,7 @@ const noUser = err('No such user', { error: 'user_not_found', message: 'No user 
 const badAllowList = err('Invalid body (`validation_error` with `details`), or allow-list entries that are not addresses or ranges (`invalid_allowed_ips` with `invalid`), or an allow-everything range not confirmed (`allow_everything_unconfirmed` with `entries`), or a callback, initiate-login or logo URL refused (`invalid_callback_url`, `invalid_initiate_login_uri`, `invalid_logo_url`)',
   { error: 'validation_error', message: 'The request body is invalid', details: [{ path: 'callback_url', message: 'Invalid URL' }] });
 const client = {
-  client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback',
+  client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback', initiate_login_uri: 'https://shop.example/sso/start',
   allowed_ips: ['203.0.113.0/24'], logo_url: '/assets/logos/shop.svg', active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
   previous_secret_expires_at: null,
 };

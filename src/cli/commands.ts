@@ -6,7 +6,7 @@ import { toPublicLink } from '../links/service.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../users/username.ts';
-import { demoBanner, seedDemo } from '../demo/seed.ts';
+import { demoBanner, demoBaseUrl, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
 
@@ -50,7 +50,9 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
                              prove a user's pending dashboard link: its name goes into tokens
                              (--name: only while the link names NAME, as \`link list\` showed it)
   link revoke USERNAME CLIENT_ID    remove a dashboard link; its name stops at once
-  demo [--base-url URL]      create (or refresh) the demo client and user; not in production
+  demo [--base-url URL]      create (or refresh) the demo client and user; not in production. Without
+                             --base-url: PUBLIC_URL, else the running service's address, else the
+                             demo client's current one, else PORT
   prune [--dry-run]          delete now what is past retention (TOKEN_RETENTION, WEBHOOK_RETENTION,
                              AUDIT_RETENTION), expired sessions and ended failed-login counters;
                              --dry-run only counts`;
@@ -262,9 +264,9 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
     case 'demo': {
       const { config } = services.deps;
       if (config.NODE_ENV === 'production') throw new AppError(400, 'demo_in_production', 'The demo is never created in production');
-      const baseUrl = typeof args.options['base-url'] === 'string' ? args.options['base-url'] : `http://127.0.0.1:${config.PORT}`;
-      const result = await seedDemo(services, { baseUrl, dataDir: config.DATA_DIR });
-      return { json: result, text: demoBanner(result) };
+      const given = typeof args.options['base-url'] === 'string' ? { url: args.options['base-url'], from: '--base-url' } : await demoBaseUrl(services, config);
+      const result = await seedDemo(services, { baseUrl: given.url, dataDir: config.DATA_DIR });
+      return { json: result, text: demoBanner(result), notice: `admin: the demo points at ${given.url} (from ${given.from}; --base-url URL to choose another)` };
     }
     case 'prune': {
       const report = await pruneNow(services.deps, { dryRun: args.options['dry-run'] === true, actor: ACTOR });

@@ -3,6 +3,7 @@ import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
 import type { Services } from '../deps.ts';
 import { findUserByUsername } from '../users/queries.ts';
+import { runningServiceAddress } from './address.ts';
 import { saveDemoCredentials } from './credentials.ts';
 
 export const DEMO_CLIENT_ID = 'demo';
@@ -84,6 +85,21 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
     dashboard_url: `${baseUrl}/dashboard`,
     created: { client: !existing, user: !user },
   };
+}
+
+/**
+ * The address the demo client's callback points at when `admin demo` is not told one: the
+ * service's PUBLIC_URL; else the address the service running on this DATA_DIR listens on;
+ * else the one the demo client already has (a shell without the service's PORT must not move
+ * it); else PORT on loopback.
+ */
+export async function demoBaseUrl(services: Services, config: Pick<Config, 'PUBLIC_URL' | 'DATA_DIR' | 'PORT'>): Promise<{ url: string; from: string }> {
+  if (config.PUBLIC_URL) return { url: config.PUBLIC_URL, from: 'PUBLIC_URL' };
+  const running = await runningServiceAddress(config.DATA_DIR);
+  if (running) return { url: running, from: 'the running service' };
+  const existing = (await services.clients.findClient(DEMO_CLIENT_ID))?.callback_url;
+  if (existing?.endsWith('/demo/callback')) return { url: existing.slice(0, -'/demo/callback'.length), from: 'the demo client\'s callback' };
+  return { url: `http://127.0.0.1:${config.PORT}`, from: 'PORT' };
 }
 
 /**
