@@ -13,7 +13,7 @@ const ipNotAllowed = err('Caller IP not on the allow list', { error: 'ip_not_all
 
 const validateResponses = (legacy: boolean): Record<number, DocResponse> => {
   const responses: Record<number, DocResponse> = {
-  200: { description: 'The token is valid (and now used)', schema: R.validatedToken, example: { valid: true, user: { id: 7, username: 'alice', email: 'alice@example.com' }, expires_at: '2026-01-31 12:01:00' } },
+  200: { description: 'The token is valid (and now used)', schema: R.validatedToken, example: { valid: true, user: { id: 7, username: 'alice', email: 'alice@example.com', roles: ['user'], full_name: 'Alice Example' }, expires_at: '2026-01-31 12:01:00' } },
   400: invalid,
   401: {
     description: 'A refused token (`valid: false` with the reason), or invalid client credentials (`invalid_client`, an error body without `valid`)',
