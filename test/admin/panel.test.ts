@@ -23,6 +23,14 @@ describe('admin panel over HTTP', () => {
     '/admin/users', `/admin/users/${adminUser.id}`, `/admin/users/${adminUser.id}/active`, `/admin/users/${adminUser.id}/unlock`, `/admin/users/${adminUser.id}/reset-2fa`,
     '/admin/webhooks', `/admin/webhooks/${webhookId}/active`, `/admin/webhooks/${webhookId}/delete`];
 
+  it('says what a setting means in words on every admin page, never the setting\'s name (PASSWORD_MIN_LENGTH)', async () => {
+    const s = await panelSession(app, adminUser);
+    for (const path of pages()) {
+      const text = (await s.get(path)).text.replace(/<script[\s\S]*?<\/script>|<[^>]+>/g, ' ');
+      expect(text.match(/\b[A-Z]{2,}(?:_[A-Z0-9]+)+\b/g) ?? [], path).toStrictEqual([]);
+    }
+  });
+
   it('renders every admin page for an administrator, no-store', async () => {
     const s = await panelSession(app, adminUser);
     for (const path of pages()) {
