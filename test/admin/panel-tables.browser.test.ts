@@ -43,7 +43,7 @@ describe.skipIf(browserMissing)('the panel\'s tables at 390 and 1280 px (Chromiu
     if (td.textContent?.trim() === '' || getComputedStyle(td).display === 'none') return [];
     const before = getComputedStyle(td, '::before');
     const label = before.content.replace(/^"|"$/g, '');
-    return label === '' || label === 'none' || before.display === 'none' ? [`${td.closest('table')?.className} ${td.cellIndex}: ${td.textContent?.trim().slice(0, 30)}`] : [];
+    return label === '' || label === 'none' || before.display === 'none' ? [`${td.closest('table')?.className} ${(td as HTMLTableCellElement).cellIndex}: ${td.textContent?.trim().slice(0, 30)}`] : [];
   }));
 
   /** Elements matched by `selector` reaching past the right edge of the viewport. */
