@@ -1,9 +1,21 @@
 // ESLint: typescript-eslint's recommended rules, import cycles refused (import-x/no-cycle),
-// and files kept small (max-lines), over the service, its tests, benchmarks and scripts.
+// layers that point one way (import-x/no-restricted-paths) and files kept small (max-lines),
+// over the service, its tests, benchmarks and scripts.
 import js from '@eslint/js';
 import importX from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+
+// The layer map (docs/architecture.md, "The layers"), from the bottom up.
+const PLUMBING = ['http', 'db', 'config', 'config.ts', 'logging', 'logger.ts', 'validation', 'stop-budget.ts'];
+const FEATURES = [
+  'auth', 'sso', 'clients', 'users', 'links', 'webhooks', 'audit', 'retention', 'health', 'metrics', 'mail',
+  'demo', 'sdk', 'context.ts', 'openapi/operation.ts', 'openapi/responses.ts',
+];
+const ABOVE_FEATURES = [
+  'pages', 'admin', 'cli', 'seeds', 'deps.ts', 'app.ts', 'service.ts', 'server.ts',
+  'routes/index.ts', 'routes/mount.ts', 'routes/fast-path.ts', 'openapi/document.ts', 'openapi/routes.ts',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'sdk/dist/', 'data/', 'coverage/', 'test-results/', 'public/'] },
@@ -34,6 +46,28 @@ export default tseslint.config(
         { selector: 'TaggedTemplateExpression[tag.name="sql"]', message: 'SQL belongs in a queries.ts file or src/db/ (docs/architecture.md).' },
         { selector: 'CallExpression[callee.property.name="query"]', message: 'Statements run in a queries.ts file or src/db/ (docs/architecture.md); call a named query function.' },
       ],
+    },
+  },
+  {
+    // Layers point one way (docs/architecture.md, "The layers"): plumbing imports nothing above
+    // it, and the features import no page, admin module or wiring. `import type` counts too.
+    files: ['src/**/*.{ts,mjs}'],
+    rules: {
+      'import-x/no-restricted-paths': ['error', {
+        zones: [
+          {
+            target: PLUMBING.map((p) => `./src/${p}`),
+            from: './src',
+            except: PLUMBING.map((p) => `./${p}`),
+            message: 'Plumbing (http/, db/, config, logging/, validation/) imports no feature, page or wiring module: move the shared piece down (docs/architecture.md).',
+          },
+          {
+            target: FEATURES.map((p) => `./src/${p}`),
+            from: ABOVE_FEATURES.map((p) => `./src/${p}`),
+            message: 'A feature imports no page, admin module or wiring: move the shared piece down (docs/architecture.md).',
+          },
+        ],
+      }],
     },
   },
   {

@@ -5,7 +5,7 @@ import type { RouteServices } from './routes/declare.ts';
 import { MAX_PASSWORD_BYTES } from './auth/passwords.ts';
 import { fastJsonBody } from './http/fast-json.ts';
 import { apiHeaders, headersByKind, pageHeaders } from './http/security-headers.ts';
-import { authenticateUser } from './http/auth-guards.ts';
+import { authenticateUser } from './auth/guards.ts';
 import { trustProxySetting } from './http/client-ip.ts';
 import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';

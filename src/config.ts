@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { durationKey } from './config/duration.ts';
-import { logoUrlProblem } from './pages/logo-url.ts';
+import { logoUrlProblem } from './validation/logo-url.ts';
 // the words of validation messages, in force before the configuration is parsed
 import './validation/messages.ts';
 

@@ -5,7 +5,8 @@ import { AppError } from '../http/errors.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';
-import { actorOf, clientIdParam, POSITIVE_ID } from './actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { clientIdParam, POSITIVE_ID } from '../http/params.ts';
 import { auditFilterOf, auditQuery, createClientSchema, createUserSchema, rotateSecretSchema, searchUsersQuery, updateClientSchema, updateUserSchema } from './schemas.ts';
 
 const isoOrNull = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());

@@ -4,7 +4,8 @@ import { type ClientService, editableValues, toPublicClient } from '../clients/s
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';
-import { actorOf, clientIdParam } from './actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { clientIdParam } from '../http/params.ts';
 import { activeForm, clientCreateForm, clientForm, regenerateForm } from './form-schemas.ts';
 import { newSubmissionKey, oncePerSubmission } from './once.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin, splitList } from './panel-common.ts';

@@ -2,7 +2,8 @@ import type { Request, RequestHandler } from 'express';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import { flashNext } from '../pages/render.ts';
-import { actorOf, clientIdParam, idParam } from './actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { clientIdParam, idParam } from '../http/params.ts';
 import { linkApproveForm } from './form-schemas.ts';
 
 /** Where a link form returns to: the page it was posted from, when that is a panel page. */

@@ -1,12 +1,13 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { renewSessionAfterChange } from '../auth/session.ts';
-import { currentUser } from '../http/auth-guards.ts';
+import { currentUser } from '../auth/guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import { flashNext, renderChangedSignedOut } from '../pages/render.ts';
-import { actorOf, idParam } from './actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { idParam } from '../http/params.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';

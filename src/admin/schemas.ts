@@ -3,8 +3,8 @@ import type { AuditFilter } from '../audit/filter.ts';
 import { isPlainAddress } from '../clients/allowlist.ts';
 import { MAX_GRACE_SECONDS } from '../clients/service.ts';
 import { normalizeIp } from '../http/client-ip.ts';
-import { MAX_LOGO_URL_LENGTH } from '../pages/logo-url.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { MAX_LOGO_URL_LENGTH } from '../validation/logo-url.ts';
+import { normalizeUsername } from '../validation/username.ts';
 
 // NUL characters and lone surrogates are refused for every request by http/text-guard.ts.
 const str = (max: number) => z.string().max(max);

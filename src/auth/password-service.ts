@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { clearLoginAttempts } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { assertPasswordAllowed } from './password-policy.ts';
 import {
   consumePasswordReset, deletePasswordReset, findPasswordUser, findResetCandidates, findValidReset, insertPasswordReset, storePassword, lockUserRow,

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { USER_COLUMNS } from '../users/queries.ts';
-import { CREDENTIALS_VERSION } from './password-queries.ts';
+import { CREDENTIALS_VERSION } from '../db/credentials-version.ts';
 import type { UserRecord } from '../users/user.ts';
 
 /** A user with what a sign-in checks. */

@@ -1,5 +1,5 @@
 import type { AccessTokenClaims } from './access-token.ts';
-import { currentUser } from '../http/auth-guards.ts';
+import { currentUser } from './guards.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, invalid, limited } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';

@@ -7,7 +7,7 @@ import { tokenOwnerForLogout } from '../sso/service.ts';
 import { findUserById } from '../users/queries.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { UserRecord } from '../users/user.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessTokenClaims } from './access-token.ts';
 import { findTokenUser, lockUserRow, revokeAccessToken } from './password-queries.ts';
 import { MAX_PASSWORD_BYTES, prepareDummyHash, verifyPassword } from './passwords.ts';

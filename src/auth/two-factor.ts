@@ -3,7 +3,7 @@ import type { Queryable } from '../db/db.ts';
 import { actorDetails, type Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { accountLocked, CountedFailure, LockingFailure } from './login-errors.ts';
 import { lockUserRow } from './password-queries.ts';
 import type { UserRecord } from '../users/user.ts';

@@ -5,7 +5,7 @@ import { toPublicClient } from '../clients/service.ts';
 import { toPublicLink } from '../links/service.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { demoBanner, demoBaseUrl, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';

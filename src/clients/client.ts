@@ -12,7 +12,7 @@ export interface ClientRecord {
    */
   initiate_login_uri: string | null;
   allowed_ips: string[];
-  /** Shown on its sign-in page: a path under /assets or a data: image (see pages/logo-url.ts), or null. */
+  /** Shown on its sign-in page: a path under /assets or a data: image (see validation/logo-url.ts), or null. */
   logo_url: string | null;
   active: boolean;
   created_at: Date;

@@ -2,7 +2,7 @@ import type { Actor } from '../audit/actor.ts';
 import type { Deps } from '../context.ts';
 import { refuseEditConflicts } from '../http/edit-conflict.ts';
 import { AppError } from '../http/errors.ts';
-import { logoUrlProblem } from '../pages/logo-url.ts';
+import { logoUrlProblem } from '../validation/logo-url.ts';
 import { isAllowEverything, normalizeAllowList } from './allowlist.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, secretMatchesAny } from './credentials.ts';
 import { createLookupLoader } from '../db/batch.ts';

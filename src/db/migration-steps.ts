@@ -1,4 +1,4 @@
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import type { Queryable } from './db.ts';
 
 /**

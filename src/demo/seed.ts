@@ -1,10 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import type { Actor } from '../audit/actor.ts';
 import type { Config } from '../config.ts';
-import type { Services } from '../deps.ts';
+import type { ClientService } from '../clients/service.ts';
+import type { Deps } from '../context.ts';
+import type { UserService } from '../users/service.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import { runningServiceAddress } from './address.ts';
 import { saveDemoCredentials } from './credentials.ts';
+
+/** What the demo is made with: the client and user services (src/deps.ts builds them). */
+export interface DemoServices {
+  clients: ClientService;
+  users: UserService;
+  deps: Pick<Deps, 'config' | 'db'>;
+}
 
 export const DEMO_CLIENT_ID = 'demo';
 export const DEMO_CLIENT_NAME = 'Demo client system';
@@ -39,7 +48,7 @@ function demoPassword(): string {
  * a user `demo` with a new random password. Running it again rotates the demo client's
  * secret and the demo user's password. Exported for `npm run admin -- demo`.
  */
-export async function seedDemo(services: Services, options: { baseUrl: string; dataDir?: string }): Promise<DemoSeedResult> {
+export async function seedDemo(services: DemoServices, options: { baseUrl: string; dataDir?: string }): Promise<DemoSeedResult> {
   const { clients, users, deps } = services;
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const dataDir = options.dataDir ?? deps.config.DATA_DIR;
@@ -93,7 +102,7 @@ export async function seedDemo(services: Services, options: { baseUrl: string; d
  * else the one the demo client already has (a shell without the service's PORT must not move
  * it); else PORT on loopback.
  */
-export async function demoBaseUrl(services: Services, config: Pick<Config, 'PUBLIC_URL' | 'DATA_DIR' | 'PORT'>): Promise<{ url: string; from: string }> {
+export async function demoBaseUrl(services: Pick<DemoServices, 'clients'>, config: Pick<Config, 'PUBLIC_URL' | 'DATA_DIR' | 'PORT'>): Promise<{ url: string; from: string }> {
   if (config.PUBLIC_URL) return { url: config.PUBLIC_URL, from: 'PUBLIC_URL' };
   const running = await runningServiceAddress(config.DATA_DIR);
   if (running) return { url: running, from: 'the running service' };
@@ -108,7 +117,7 @@ export async function demoBaseUrl(services: Services, config: Pick<Config, 'PUBL
  * nothing. Never on PostgreSQL: there `npm run admin -- demo` asks for it explicitly.
  */
 export async function seedDemoOnFirstStart(
-  services: Services,
+  services: DemoServices,
   config: Pick<Config, 'DATABASE_URL' | 'NODE_ENV' | 'DATA_DIR'>,
   baseUrl: string,
 ): Promise<DemoSeedResult | null> {

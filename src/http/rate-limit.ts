@@ -5,11 +5,15 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import type { Config } from '../config.ts';
-import type { Metrics } from '../metrics/metrics.ts';
 import { clientIp } from './client-ip.ts';
 import { AppError } from './errors.ts';
 import { createFailureLimit, type FailureLimit } from './failure-limit.ts';
 import { outageCause } from './unavailable.ts';
+
+/** The counter of refused requests (src/metrics/metrics.ts `rateLimited`), by limiter. */
+export interface RateLimitMetrics {
+  rateLimited: { inc(labels: { limiter: string }): void };
+}
 
 /**
  * RedisStore loads its Lua scripts once, when the limiter is built; if Redis was down then,
@@ -131,7 +135,7 @@ export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
  */
 export function createRateLimiters(
   config: Pick<Config, 'REDIS_URL' | 'RATE_LIMIT_LOGIN_PER_MIN' | 'RATE_LIMIT_VALIDATE_PER_MIN' | 'RATE_LIMIT_TOKEN_PER_MIN' | 'RATE_LIMIT_USER_PER_MIN' | 'RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN'>,
-  metrics?: Pick<Metrics, 'rateLimited'>,
+  metrics?: RateLimitMetrics,
   logger?: Pick<Logger, 'warn'>,
 ): RateLimiters {
   // every command is bounded (REDIS_COMMAND_TIMEOUT_MS), queued ones too: a Redis that stops

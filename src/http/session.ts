@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 import session, { Store, type SessionData } from 'express-session';
 import type { Config } from '../config.ts';
 import { developmentKey } from '../config/key-file.ts';
-import { deleteSession, readSession, saveSession, saveSignedInSession, touchSessionLastSeen, updateSession } from '../auth/session-queries.ts';
+import { deleteSession, readSession, saveSession, saveSignedInSession, touchSessionLastSeen, updateSession } from './session-store-queries.ts';
 import type { Db } from '../db/db.ts';
 import { AppError } from './errors.ts';
 

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 
 /** A link is pending until its client system or an administrator proves it. */
 export type LinkStatus = 'pending' | 'active';

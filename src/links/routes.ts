@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { actorOf, clientIdParam, idParam } from '../admin/actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { clientIdParam, idParam } from '../http/params.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { badClient, err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import { route } from '../routes/declare.ts';

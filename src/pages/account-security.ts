@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
 import { lockWarning } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
 import { clientIp } from '../http/client-ip.ts';
-import { credentialOf } from '../http/auth-guards.ts';
+import { credentialOf } from '../auth/guards.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';

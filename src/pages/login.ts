@@ -10,7 +10,7 @@ import { callbackWithToken } from '../clients/callback.ts';
 import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { LinkService } from '../links/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { logoUrlProblem } from './logo-url.ts';
+import { logoUrlProblem } from '../validation/logo-url.ts';
 import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import { requireAdminPage, adminFormBody } from '../admin/panel-common.ts';
 import { authenticateClient, onCurrentClient, requireAllowedIp } from '../clients/guards.ts';
-import { requireAdmin, requireUser } from '../http/auth-guards.ts';
+import { requireAdmin, requireUser } from '../auth/guards.ts';
 import { apiNotFound, AppError } from '../http/errors.ts';
 import { noStore } from '../http/no-store.ts';
 import { formBody } from '../http/text-guard.ts';

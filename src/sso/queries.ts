@@ -53,7 +53,7 @@ export function issuedTokenRows(tokens: readonly IssuedTokenRow[]): WritePart | 
  */
 export interface IssueByUsernameRequest {
   jti: string;
-  /** Normalized (src/users/username.ts). */
+  /** Normalized (src/validation/username.ts). */
   username: string;
   clientId: string;
   /** The address the token is bound to (its ip_address claim). */

@@ -7,7 +7,7 @@ import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { createUserLookup, findUserById } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
-import { normalizeUsername } from '../users/username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
 import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';

@@ -4,7 +4,7 @@ import type { PasswordChanger } from '../auth/password-service.ts';
 import { changePasswordSchema } from '../auth/schemas.ts';
 import { publicUser } from '../auth/service.ts';
 import { pendingPasswordChange, renewSessionAfterChange } from '../auth/session.ts';
-import { credentialOf } from '../http/auth-guards.ts';
+import { credentialOf } from '../auth/guards.ts';
 import { AppError } from '../http/errors.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { err, limited, unauthenticated } from '../openapi/operation.ts';

@@ -13,7 +13,7 @@ import {
   clearLoginAttempts, countActiveAdmins, findUserById, findUserByUsername, insertUser, lockActiveAdmins, type ProfileFields, setUserActive, updateUserProfile,
 } from './queries.ts';
 import type { ShownProfile, UserRecord } from './user.ts';
-import { normalizeUsername } from './username.ts';
+import { normalizeUsername } from '../validation/username.ts';
 import { applyPassword, preparePassword, signOutByAdministrator } from './password-set.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;

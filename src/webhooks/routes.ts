@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { actorOf, POSITIVE_ID } from '../admin/actor.ts';
+import { actorOf } from '../auth/actor.ts';
+import { POSITIVE_ID } from '../http/params.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';
 import { route } from '../routes/declare.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveSignedInSession } from '../../src/auth/session-queries.ts';
+import { saveSignedInSession } from '../../src/http/session-store-queries.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { withClockBehind } from '../helpers/clock.ts';
 import { onPostgres } from '../helpers/db.ts';

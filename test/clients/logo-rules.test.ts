@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../src/clients/credentials.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { logoUrlProblem } from '../../src/pages/logo-url.ts';
+import { logoUrlProblem } from '../../src/validation/logo-url.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { normalizeUsername } from '../../src/users/username.ts';
+import { normalizeUsername } from '../../src/validation/username.ts';
 import { claimsOf, dashboardUser } from './support.ts';
 
 /**
- * Account usernames and link names are keyed by one normalization (src/users/username.ts:
+ * Account usernames and link names are keyed by one normalization (src/validation/username.ts:
  * toLowerCase, which lower-cases a word-final capital sigma to ς, where PostgreSQL's lower()
  * gives σ). 'ΣΟΦΟΣ' is the account σοφος's own username at sign-in, so it is "another user's
  * username" to the link checks too (migrations/0014_name_keys_and_event_locks.sql).

@@ -4,7 +4,7 @@ import { type TestApp } from '../helpers/app.ts';
 import { browserMissing, newContext } from '../helpers/browser.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { browserSuite, signInPage } from '../pages/browser-support.ts';
-import { logoUrlProblem } from '../../src/pages/logo-url.ts';
+import { logoUrlProblem } from '../../src/validation/logo-url.ts';
 
 /**
  * docs/clients-as-sql.md: the clients table is written by hand (seed files, psql) as well as by

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
-import type { AuthService } from '../auth/service.ts';
+import type { AuthService } from './service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { AppError } from './errors.ts';
+import { AppError } from '../http/errors.ts';
 
 /** How the current user proved who they are. */
 export type AuthMethod = 'session' | 'bearer';

@@ -1,14 +1,5 @@
-import type { Request, Response } from 'express';
-import type { Actor } from '../audit/actor.ts';
-import { currentUser } from '../http/auth-guards.ts';
-import { clientIp } from '../http/client-ip.ts';
-import { AppError } from '../http/errors.ts';
-
-/** The signed-in administrator making a change, for the audit log. */
-export function actorOf(req: Request, res: Response, via: 'admin_api' | 'admin_panel'): Actor {
-  const user = currentUser(res);
-  return { userId: user.id, username: user.username, ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, via };
-}
+import type { Request } from 'express';
+import { AppError } from './errors.ts';
 
 /** An id in a path: a positive integer (no 0, no leading zeros) of at most nine digits. */
 export const POSITIVE_ID = /^[1-9]\d{0,8}$/;
