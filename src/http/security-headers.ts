@@ -50,6 +50,21 @@ const DIRECTIVES = {
 };
 
 /**
+ * The CSP of the API reference (/docs), drawn by Redoc (public/js/docs.js): the pages' policy
+ * with two additions Redoc cannot do without, and nothing from another host. `style-src
+ * 'unsafe-inline'`: Redoc's styles are made at run time (styled-components writes <style>
+ * elements, and sets style attributes for the sidebar and the panels); scripts stay 'self'
+ * only, so an injected style cannot run code. `worker-src blob:`: Redoc builds its search index
+ * in a worker made from a Blob of its own bundle. No form on the page posts anywhere
+ * (form-action 'none').
+ */
+export const DOCS_PAGE_CSP = [
+  "default-src 'self'", "base-uri 'none'", "connect-src 'self'", "font-src 'self'", "form-action 'none'",
+  "frame-ancestors 'none'", "img-src 'self' data:", "object-src 'none'", "script-src 'self'", "script-src-attr 'none'",
+  "style-src 'self' 'unsafe-inline'", "worker-src blob:",
+].join('; ');
+
+/**
  * Security headers for every page (helmet): the CSP above, X-Content-Type-Options: nosniff,
  * X-Frame-Options: DENY, Referrer-Policy: no-referrer (tokens travel in URLs), HSTS only in
  * production (a development instance on http://localhost must not pin https).
