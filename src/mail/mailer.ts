@@ -25,7 +25,7 @@ export interface Mailer {
  * The mailer the configuration asks for. With SMTP_URL: nodemailer over SMTP (smtp:// with
  * STARTTLS when the server offers it, smtps:// for TLS from the start), from MAIL_FROM.
  * Without it, outside production, each message is written to the log and as an .eml file to
- * DATA_DIR/mail/, so the reset flow works on a bare machine; the message holds a reset link,
+ * DATA_DIR/mail/ (and its text as a .txt beside it), so the reset flow works on a bare machine; the message holds a reset link,
  * which is why this never happens in production: there, nothing is available.
  */
 export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM' | 'NODE_ENV' | 'DATA_DIR'>, logger: Logger): Mailer {
@@ -60,6 +60,9 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM' | 'NO
       const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}.eml`);
       await mkdir(dir, { recursive: true, mode: 0o700 });
       await writeFile(file, info.message as Buffer, { mode: 0o600 });
+      // the body as plain text beside it: the .eml is quoted-printable, where a long link is
+      // broken over lines with `=` and cannot be copied as it stands
+      await writeFile(file.replace(/\.eml$/, '.txt'), `${message.text}\n`, { mode: 0o600 });
       // development only (see above): the text is shown so the link can be followed from the console
       logger.info({ mail: { to: message.to, subject: message.subject, file }, text: message.text }, 'mail not sent (no SMTP_URL): written to the log and DATA_DIR/mail/');
     },

@@ -21,11 +21,15 @@ describe('password reset mail without SMTP_URL', () => {
       expect(logged).toMatch(/http:\/\/localhost:\d+\/reset-password\?token=[A-Za-z0-9_-]{43}/);
       const dir = path.join(app.config.DATA_DIR, 'mail');
       const files = await readdir(dir);
-      expect(files.length).toBe(1);
-      const eml = await readFile(path.join(dir, files[0]), 'utf8');
+      expect(files.length).toBe(2);
+      const emlFile = files.find((f) => f.endsWith('.eml'))!;
+      const eml = await readFile(path.join(dir, emlFile), 'utf8');
+      // a plain-text copy beside it, whose link is the one that works
+      const text = await readFile(path.join(dir, emlFile.replace(/\.eml$/, '.txt')), 'utf8');
       expect(eml).toContain(`To: ${user.email}`);
       expect(eml).toContain('Subject: Reset your password');
       const token = logged.match(/token=([A-Za-z0-9_-]{43})/)![1];
+      expect(text.match(/token=([A-Za-z0-9_-]{43})/)?.[1]).toBe(token);
       expect((await app.http.post('/api/auth/password/reset', { token, new_password: 'four unrelated words here' })).status).toBe(200);
     } finally {
       await app.close();
