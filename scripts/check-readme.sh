@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Runs the README's shell examples, in order, against a fresh service, as a new user would.
+# Runs the documentation's shell examples, in order, against one fresh service, as a new user
+# would: README.md first, then docs/*.md by name (or the files given).
 #
 # A fenced ```sh block is run when the line before it is `<!-- readme-check -->` (invisible
 # on GitHub); every marked block runs in one bash session, so a variable one block sets is
 # there for the next. The service runs from a fresh copy of the working tree (the files git
-# tracks or would track, node_modules linked) on the embedded database, with `npm start`;
-# `localhost:3000` in the examples becomes the port it listens on (README_CHECK_PORT, default
-# a free one). A command that fails, or a curl answered 4xx/5xx, fails the check.
+# tracks or would track, node_modules linked) on the embedded database, with `npm start`, on a
+# port other than 3000 (README_CHECK_PORT, default a free one); `AUTH=http://localhost:PORT` is
+# exported for the examples, and a `localhost:3000` left in one becomes that port too. A command
+# that fails, or a curl answered 4xx/5xx, fails the check.
 #
-#   scripts/check-readme.sh [README.md]
+#   scripts/check-readme.sh [FILE.md...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-readme="$(realpath "${1:-$root/README.md}")"
+if [ "$#" -gt 0 ]; then
+  pages=("$@")
+else
+  pages=("$root/README.md")
+  for f in "$root"/docs/*.md; do pages+=("$f"); done   # the glob sorts them by name
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/readme-check-XXXXXX")"
 service_pid=""
 
@@ -33,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port="${README_CHECK_PORT:-$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")}"
+port="${README_CHECK_PORT:-$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{const p=s.address().port;console.log(p===3000?3001:p);s.close()})")}"
 
 # A fresh clone: the working tree's files, no data, no dist, no .env.
 (cd "$root" && git ls-files -z --cached --others --exclude-standard) | (cd "$root" && xargs -0 cp --parents -t "$work" 2>/dev/null) || true
@@ -41,22 +48,27 @@ ln -s "$root/node_modules" "$work/node_modules"
 
 # The marked blocks, one script.
 script="$work/.readme-examples.sh"
-node - "$readme" "$port" > "$script" <<'NODE'
+node - "$root" "$port" "${pages[@]}" > "$script" <<'NODE'
 const fs = require('node:fs');
-const [readme, port] = process.argv.slice(2);
-const lines = fs.readFileSync(readme, 'utf8').split('\n');
+const path = require('node:path');
+const [root, port, ...pages] = process.argv.slice(2);
 const blocks = [];
-for (let i = 0; i < lines.length; i++) {
-  if (lines[i].trim() !== '<!-- readme-check -->') continue;
-  const open = lines[i + 1] ?? '';
-  if (!/^```(sh|bash|shell)\s*$/.test(open)) throw new Error(`README line ${i + 2}: a readme-check marker must precede a \`\`\`sh block`);
-  const body = [];
-  for (i += 2; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i]);
-  blocks.push({ line: i - body.length, body: body.join('\n') });
+for (const page of pages) {
+  const name = path.relative(root, path.resolve(page));
+  const lines = fs.readFileSync(page, 'utf8').split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() !== '<!-- readme-check -->') continue;
+    const open = lines[i + 1] ?? '';
+    if (!/^```(sh|bash|shell)\s*$/.test(open)) throw new Error(`${name} line ${i + 2}: a readme-check marker must precede a \`\`\`sh block`);
+    const body = [];
+    for (i += 2; i < lines.length && !lines[i].startsWith('```'); i++) body.push(lines[i]);
+    blocks.push({ name, line: i - body.length, body: body.join('\n') });
+  }
 }
-if (blocks.length === 0) throw new Error('no <!-- readme-check --> blocks in the README');
+if (blocks.length === 0) throw new Error('no <!-- readme-check --> blocks in the pages');
+console.log(`export AUTH=http://localhost:${port}`);
 for (const b of blocks) {
-  console.log(`echo "== README line ${b.line}" >&2`);
+  console.log(`echo "== ${b.name} line ${b.line}" >&2`);
   console.log(b.body.replace(/localhost:3000/g, `localhost:${port}`));
 }
 NODE
@@ -84,10 +96,10 @@ curl() {
 }
 '
 if bash -c "$prelude"$'\n'"$(cat "$script")"; then
-  echo "readme-check: every marked README example ran" >&2
+  echo "readme-check: every marked example ran" >&2
 else
   status=$?
-  echo "readme-check: a README example failed (exit $status); the service log:" >&2
+  echo "readme-check: an example failed (exit $status); the service log:" >&2
   tail -n 30 service.log >&2
   exit "$status"
 fi

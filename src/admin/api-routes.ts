@@ -32,7 +32,7 @@ const api = (req: Request, res: Response) => actorOf(req, res, 'admin_api');
 const admin = { tag: 'Administration', access: 'admin', limit: 'user' } as const;
 
 /**
- * The admin JSON API (README "Administration"): client systems, users and the audit log, for
+ * The admin JSON API (docs/administration.md): client systems, users and the audit log, for
  * role admin by session or bearer access token, under the per-user limit of user management.
  */
 export const ADMIN_API_ROUTES = [

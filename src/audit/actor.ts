@@ -9,7 +9,7 @@ export interface Actor {
 
 /**
  * The acting administrator as every admin change's audit entry names them in `details`
- * (README, "Admin panel and admin API"): the columns user_id/username name whom a change is
+ * (docs/administration.md): the columns user_id/username name whom a change is
  * about, which for most changes is not the administrator.
  */
 export function actorDetails(actor: Actor): { via: Actor['via']; actor_user_id: number | null; actor: string | null } {

@@ -18,7 +18,7 @@ const badId = err('Malformed user id', { error: 'invalid_id', message: 'The id m
 const noLink = err('No such link', { error: 'link_not_found', message: 'alice has no link at shop' });
 const notAllowed = err('Caller IP not on the allow list', { error: 'ip_not_allowed', message: 'This address may not call this endpoint' });
 
-/** A dashboard link (README "Dashboard links"). */
+/** A dashboard link (docs/dashboard-links.md). */
 export const linkSchema = z.object({
   user_id: z.number().int(),
   client_id: z.string(),

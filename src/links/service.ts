@@ -82,7 +82,7 @@ function toListedLink(l: LinkListRow): ListedLink {
 }
 
 /**
- * Dashboard links (README "Dashboard links"): a user claims a username at a client system; the
+ * Dashboard links (docs/dashboard-links.md): a user claims a username at a client system; the
  * claim is pending until the client system (with its credentials) or an administrator proves
  * it, and only a proven (active) link's name goes into a token. A name belongs to one user per
  * client at most, decided when a claim is proven: claims hold nothing. Every change is audited; withdrawing or revoking a link also invalidates

@@ -1,5 +1,5 @@
 /**
- * The browser flow of a client system (README, "Browser sign-in and the dashboard"): send the
+ * The browser flow of a client system (docs/api.md, "Browser sign-in and the dashboard"): send the
  * browser to the service's sign-in page, and read the callback it comes back with. Only
  * node:crypto and the URL globals, like the rest of the SDK.
  */

@@ -205,7 +205,7 @@ export function startDispatcher(options: DispatcherOptions): Worker {
    * administrator to change their webhook, and a waiting delivery is leased, so turning the
    * webhook off could not close it (disableWebhook): url, secret and active flag are read
    * again first, in one statement for all that begin together. A webhook turned off meanwhile
-   * has its deliveries closed, one deleted gets nothing, a new URL or secret applies (README,
+   * has its deliveries closed, one deleted gets nothing, a new URL or secret applies (docs/webhooks.md,
    * "PATCH /api/webhooks/:id"). One whose lease is too near its end is given back.
    */
   async function refill(): Promise<void> {

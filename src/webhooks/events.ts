@@ -3,7 +3,7 @@ import { type WritePart, writeTogether } from '../db/statement.ts';
 import { deliveryRows, type EventSource } from './event-queries.ts';
 import type { ClaimedDelivery } from './delivery-queries.ts';
 
-/** The seven event types of the webhook contract (README, "Webhooks"). */
+/** The seven event types of the webhook contract (docs/webhooks.md). */
 export const EVENT_TYPES = [
   'user.login',
   'user.logout',

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
 import { type SignedIn, signedIn } from './support.ts';
 
 /**
- * README, "Admin panel and admin API": every change writes an audit row with the acting
+ * docs/administration.md: every change writes an audit row with the acting
  * administrator in `details` (`actor`, `actor_user_id`, `via`), and the request's IP address and
  * user agent. The user_id/username columns name whom the change is about.
  */

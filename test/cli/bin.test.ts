@@ -131,9 +131,9 @@ describe('every admin command prints exactly one JSON document with --json', () 
   });
 });
 
-describe('the README\'s --json examples', () => {
+describe('the --json examples of the README and docs/cli.md', () => {
   it('start the command line in a form that prints only the JSON document', async () => {
-    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    const readme = (await readFile(path.join(ROOT, 'README.md'), 'utf8')) + (await readFile(path.join(ROOT, 'docs/cli.md'), 'utf8'));
     const lines = readme.replace(/\\\n/g, ' ').split('\n').filter((l) => /\s--json\b/.test(l) && /\b(npm|npx)\b/.test(l));
     expect(lines.length > 5, lines.join('\n')).toBe(true);
     // `npm run X --` without -s prints npm's banner on stdout before the JSON

@@ -7,7 +7,7 @@ import { apiSession } from './support.ts';
 
 /**
  * 073c1ee: approving a link with the name the administrator was shown answers 409
- * link_changed when the user has put another name in its place (README "Dashboard links",
+ * link_changed when the user has put another name in its place (docs/dashboard-links.md,
  * the approve operation's 409). The check reads the link FOR UPDATE; a replacement is a
  * DELETE and an INSERT of the row, so when the approval waits on the replacing transaction its
  * locked row is gone when it wakes.

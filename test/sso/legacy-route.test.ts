@@ -9,7 +9,7 @@ import { parsePrometheus, sampleValue } from '../ops/helpers/prometheus.ts';
 const DEPRECATION = 'true';
 const LINK = '</api/sso/validate>; rel="successor-version"';
 
-/** The legacy route's mark, which README promises on all of its answers. */
+/** The legacy route's mark, which docs/api.md promises on all of its answers. */
 function expectMarked(res: HttpResponse, status: number, error: string | undefined, what: string) {
   expect(res.status, `${what}: ${res.text.slice(0, 200)}`).toBe(status);
   if (error) expect(res.body?.error, what).toBe(error);

@@ -46,7 +46,7 @@ describe('each of the seven events arrives, signed, with its documented data', (
     expect(data).toStrictEqual({ client_id: client.client_id, client_name: 'Events Client One' });
   });
 
-  it('user.login (the fields of the README event table) when an SSO token is issued', async () => {
+  it('user.login (the fields of the event table, docs/webhooks.md) when an SSO token is issued', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
     const issued = await app.http.post('/api/sso/token', { client_id: client.client_id, client_secret: client.client_secret, username: user.username, ip_address: '203.0.113.7' }, { headers: UA });

@@ -7,7 +7,7 @@ import { adminHeaders, registerWebhook, sleep, startReceiver } from './receiver.
 
 /**
  * One receiver that never answers (a blackholed or hung endpoint) must not hold up the
- * deliveries of every other webhook: README "Events are sent within milliseconds", and
+ * deliveries of every other webhook: docs/webhooks.md "Events are sent within milliseconds", and
  * dispatcher.ts "Attempts in flight at once, so one slow receiver does not hold up the others".
  * With a backlog it took every slot (64), and the others waited for its timeouts (a review
  * helper); it now holds at most its share (SLOT_SHARE_PER_WEBHOOK).

@@ -6,7 +6,7 @@ import { makeClient } from '../helpers/factories.ts';
 import { adminHeaders, eventually, registerWebhook, sleep } from './receiver.ts';
 
 /**
- * "Any 2xx answer within WEBHOOK_TIMEOUT_MS is success" (README): a receiver that answers 200 at
+ * "Any 2xx answer within WEBHOOK_TIMEOUT_MS is success" (docs/webhooks.md): a receiver that answers 200 at
  * once and then streams its body slowly (below the 4 KiB cap) has delivered the event; its
  * delivery was counted as a timeout and sent again, four times (a review helper).
  */
