@@ -11,6 +11,8 @@ import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware, sessionSecrets } from './http/session.ts';
 import { useCsrfKeys } from './pages/csrf.ts';
+import { OIDC_PREFIX } from './oidc/provider.ts';
+import { oidcViews } from './pages/oidc-interaction.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { requestLogger } from './logging/request-log.ts';
@@ -78,6 +80,17 @@ export function createApp(deps: AppDeps): Express {
   app.use(authenticateUser(deps)); // res.locals.user from the session or a bearer access token; never answers
 
   app.use(declared.withSession);
+
+  // OpenID Connect (docs/openid-connect.md): oidc-provider under /oidc, after the session
+  // middleware (its sign-in check reads the browser's session here); the issuer is PUBLIC_URL,
+  // so its discovery document is also served where the issuer says, at the root.
+  deps.oidc.attachViews(oidcViews(deps.auth), sessionSecrets(config));
+  app.get('/.well-known/openid-configuration', (req, _res, next) => {
+    req.url = `${OIDC_PREFIX}/.well-known/openid-configuration`;
+    next();
+  });
+  let oidcHandler: ReturnType<ReturnType<typeof deps.oidc.provider>['callback']> | undefined;
+  app.use(OIDC_PREFIX, (req, res) => (oidcHandler ??= deps.oidc.provider().callback())(req, res));
 
   app.use('/api', apiNotFound);
   app.use(pageNotFound);

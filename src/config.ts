@@ -181,6 +181,15 @@ export const configSchema = z.object({
   MAIL_FROM: z.string().min(3).default('Auth Service <no-reply@localhost>'),
   /** This service's address as users reach it (links in mail); default http://localhost:PORT outside production, required with SMTP_URL in production. */
   PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /**
+   * The OpenID Connect signing keys (docs/openid-connect.md): a JWK set (`{"keys":[...]}`), one
+   * JWK, or PEM private keys, the signing key first; every key listed is published in the
+   * JWKS. Required in production (or OIDC_SIGNING_KEYS_FILE); otherwise generated once and
+   * kept in DATA_DIR/oidc-keys.json.
+   */
+  OIDC_SIGNING_KEYS: optionalString,
+  /** A file holding the same as OIDC_SIGNING_KEYS (a mounted secret); OIDC_SIGNING_KEYS wins when both are set. */
+  OIDC_SIGNING_KEYS_FILE: optionalString,
   /** The organisation's name, shown in every page's header, footer and tab title. */
   BRAND_NAME: optionalString.pipe(z.string().max(80).optional()).transform((v) => v ?? 'Auth Service'),
   /**
@@ -218,6 +227,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.NODE_ENV === 'production') {
     if (!config.JWT_SECRET) throw new ConfigError('Invalid configuration: JWT_SECRET: required when NODE_ENV=production');
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
+    // ID tokens are verified by every client system with the published keys: never generated keys in production
+    if (!config.OIDC_SIGNING_KEYS && !config.OIDC_SIGNING_KEYS_FILE) {
+      throw new ConfigError('Invalid configuration: OIDC_SIGNING_KEYS: required when NODE_ENV=production (or OIDC_SIGNING_KEYS_FILE); see docs/openid-connect.md');
+    }
     // a reset link must never be built from a request's Host header (reset poisoning)
     if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
     // a previous key verifies as the current one does (and a rotation's first step lists the new key there)

@@ -72,6 +72,8 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   await assertSchemaUsable(db);
   const signingKeys = await loadSigningKeys(config);
   const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
+  // unusable OpenID Connect keys stop the start here, saying why
+  services.oidc.loadKeys();
   const limiters = createRateLimiters(config, services.deps.metrics, logger);
   const app = createApp({ ...services, limiters });
   // Workers that carry on what requests started (webhook deliveries handed over by a commit,

@@ -5,7 +5,7 @@ import { accountLocked, attemptsLeft, CountedFailure, LockingFailure, refuseWhil
 import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
-export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor';
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor' | 'oidc';
 
 /** A sign-in attempt as the routes hand it over. */
 export interface LoginInput {

@@ -26,6 +26,8 @@ export async function establishSession(
   if (renewedFrom) req.session.renewedFrom = renewedFrom; // its tokens follow (DbSessionStore.set)
   req.session.userId = user.id;
   req.session.twoFactorUsed = options.twoFactorUsed;
+  // when the user proved who they are (OpenID Connect's auth_time, for max_age)
+  req.session.authTime = Math.floor(Date.now() / 1000);
   req.session.credentialsVersion = options.credentialsVersion;
   req.session.ipAddress = clientIp(req);
   req.session.userAgent = (req.get('user-agent') ?? '').slice(0, 300);

@@ -15,6 +15,14 @@ export interface ClientRecord {
   /** Shown on its sign-in page: a path under /assets or a data: image (see validation/logo-url.ts), or null. */
   logo_url: string | null;
   active: boolean;
+  /** OpenID Connect (migrations/0024): redirect URIs besides callback_url. */
+  redirect_uris: string[];
+  /** Where an OpenID Connect sign-out may send the browser back to. */
+  post_logout_redirect_uris: string[];
+  /** A public client (single-page or native app): no secret, PKCE required, no allow list. */
+  public: boolean;
+  /** Where back-channel logout tokens are posted when a user's session here ends; null: none. */
+  backchannel_logout_uri: string | null;
   created_at: Date;
   updated_at: Date;
   /** The secret a rotation replaced, while its grace lasts (by the database clock); otherwise null. */

@@ -7,9 +7,18 @@ import type { ClientRecord } from './client.ts';
  * decided by the database's clock in the very statement that reads it, so every instance
  * stops accepting it at the same moment whatever its own clock says.
  */
-const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, initiate_login_uri, allowed_ips, logo_url, active, created_at, updated_at, xmin::text AS version,
+const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, initiate_login_uri, allowed_ips, logo_url, active,
+  redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri, created_at, updated_at, xmin::text AS version,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
+
+/** The OpenID Connect fields of a client (migrations/0024); `backchannelLogoutUri: null` removes it. */
+export interface OidcFields {
+  redirectUris?: string[];
+  postLogoutRedirectUris?: string[];
+  public?: boolean;
+  backchannelLogoutUri?: string | null;
+}
 
 /**
  * The client with this id, or null. With `lock`, its row is held against other writers until
@@ -36,12 +45,14 @@ export async function insertClient(
   c: {
     clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null;
     initiateLoginUri?: string | null;
-  },
+  } & OidcFields,
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
-    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, initiate_login_uri)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null, c.initiateLoginUri ?? null],
+    `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, initiate_login_uri,
+       redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+    [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null, c.initiateLoginUri ?? null,
+      c.redirectUris ?? [], c.postLogoutRedirectUris ?? [], c.public ?? false, c.backchannelLogoutUri ?? null],
   );
   return r.rows[0];
 }
@@ -71,7 +82,7 @@ export async function updateClientSecret(
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null; initiateLoginUri?: string | null },
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null; initiateLoginUri?: string | null } & OidcFields,
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -81,10 +92,16 @@ export async function updateClient(
        active = COALESCE($5, active),
        logo_url = CASE WHEN $6::boolean THEN $7::text ELSE logo_url END,
        initiate_login_uri = CASE WHEN $8::boolean THEN $9::text ELSE initiate_login_uri END,
+       redirect_uris = COALESCE($10::text[], redirect_uris),
+       post_logout_redirect_uris = COALESCE($11::text[], post_logout_redirect_uris),
+       public = COALESCE($12::boolean, public),
+       backchannel_logout_uri = CASE WHEN $13::boolean THEN $14::text ELSE backchannel_logout_uri END,
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
     [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
-      patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.initiateLoginUri !== undefined, patch.initiateLoginUri ?? null],
+      patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.initiateLoginUri !== undefined, patch.initiateLoginUri ?? null,
+      patch.redirectUris ?? null, patch.postLogoutRedirectUris ?? null,
+      patch.public ?? null, patch.backchannelLogoutUri !== undefined, patch.backchannelLogoutUri ?? null],
   );
   return r.rows[0] ?? null;
 }

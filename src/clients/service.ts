@@ -8,17 +8,23 @@ import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, s
 import { createLookupLoader } from '../db/batch.ts';
 import { isUniqueViolation } from '../db/db.ts';
 import { createClientCache } from './cache.ts';
-import { findClient, findClients, insertClient, listClients, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
+import { findClient, findClients, insertClient, listClients, type OidcFields, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 import type { ClientRecord } from './client.ts';
 
 /** A client as shown to administrators: the secret masked. */
 export interface PublicClient {
   client_id: string;
   client_name: string;
-  client_secret: string;
+  /** Masked; absent for a public client, which has none. */
+  client_secret?: string;
   callback_url: string;
   /** Where the dashboard's one-click sign-in sends the browser to start the client's own sign-in; null: none. */
   initiate_login_uri: string | null;
+  /** OpenID Connect: more redirect URIs, post-logout redirect URIs, public client, back-channel logout URI. */
+  redirect_uris: string[];
+  post_logout_redirect_uris: string[];
+  public: boolean;
+  backchannel_logout_uri: string | null;
   allowed_ips: string[];
   logo_url: string | null;
   active: boolean;
@@ -32,9 +38,13 @@ export function toPublicClient(c: ClientRecord): PublicClient {
   return {
     client_id: c.client_id,
     client_name: c.client_name,
-    client_secret: maskSecret(c.secret_last4),
+    ...(c.public ? {} : { client_secret: maskSecret(c.secret_last4) }),
     callback_url: c.callback_url,
     initiate_login_uri: c.initiate_login_uri ?? null,
+    redirect_uris: c.redirect_uris,
+    post_logout_redirect_uris: c.post_logout_redirect_uris,
+    public: c.public,
+    backchannel_logout_uri: c.backchannel_logout_uri,
     allowed_ips: c.allowed_ips,
     logo_url: c.logo_url ?? null,
     active: c.active,
@@ -93,6 +103,37 @@ export function checkInitiateLoginUri(raw: string | null | undefined, options: {
     if (!(err instanceof AppError)) throw err;
     throw new AppError(400, 'invalid_initiate_login_uri', err.message.replace(/^callback_url/, 'initiate_login_uri').replace('the token travels in its query string', 'the browser of a signed-in user is sent there'));
   }
+}
+
+/**
+ * The OpenID Connect fields as given, each URL checked as a callback URL is (absolute http(s),
+ * no fragment, https in production but on loopback); a public client has no allow list.
+ */
+export function checkOidcFields(input: OidcFields, options: { production: boolean; allowedIps?: string[] }): OidcFields {
+  const urls = (list: string[] | undefined, field: string) => {
+    if (list === undefined) return undefined;
+    if (list.length > 20) throw new AppError(400, 'invalid_redirect_uri', `${field}: at most 20 URLs`);
+    return [...new Set(list.map((u) => {
+      try {
+        return checkCallbackUrl(u, options);
+      } catch (err) {
+        if (err instanceof AppError) throw new AppError(400, 'invalid_redirect_uri', `${field}: ${err.message.replace(/^callback_url/, JSON.stringify(u))}`);
+        throw err;
+      }
+    }))];
+  };
+  const out: OidcFields = {
+    redirectUris: urls(input.redirectUris, 'redirect_uris'),
+    postLogoutRedirectUris: urls(input.postLogoutRedirectUris, 'post_logout_redirect_uris'),
+    public: input.public,
+    backchannelLogoutUri: input.backchannelLogoutUri === undefined || input.backchannelLogoutUri === null || input.backchannelLogoutUri === ''
+      ? (input.backchannelLogoutUri === undefined ? undefined : null)
+      : urls([input.backchannelLogoutUri], 'backchannel_logout_uri')![0],
+  };
+  if (input.public && options.allowedIps && options.allowedIps.length > 0) {
+    throw new AppError(400, 'invalid_allowed_ips', 'A public client (a browser or native app, no secret) has no IP allow list');
+  }
+  return out;
 }
 
 /** A client logo as given (blank: none), or 400 invalid_logo_url naming what is accepted. */
@@ -167,11 +208,12 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       input: {
         name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null;
         initiateLoginUri?: string | null;
-      },
+      } & OidcFields,
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
       const allowedIps = checkAllowList(input.allowedIps ?? [], { allowEverything: input.allowEverything });
+      const oidc = checkOidcFields(input, { production, allowedIps });
       const logoUrl = checkLogoUrl(input.logoUrl);
       const initiateLoginUri = checkInitiateLoginUri(input.initiateLoginUri, { production });
       if (input.clientId !== undefined && !CLIENT_ID.test(input.clientId)) {
@@ -193,6 +235,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
           allowedIps,
           logoUrl,
           initiateLoginUri,
+          ...oidc,
         });
         events.written(tx); // client.registered, by the trigger
         return created;
@@ -200,6 +243,9 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         if (isUniqueViolation(err)) throw exists(); // created by another request since the check
         throw err;
       }));
+      // A public client has no secret: the hash stored is of one nobody is shown (the command
+      // line, the API and the panel leave it out for a public client); OpenID Connect
+      // authenticates it by nothing but PKCE.
       return { client, secret };
     },
 
@@ -236,11 +282,12 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       patch: {
         clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null;
         initiateLoginUri?: string | null;
-      },
+      } & OidcFields,
       actor: Actor,
       shown?: ShownClient,
     ): Promise<ClientRecord> {
       const changes = {
+        ...checkOidcFields(patch, { production, allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch) }),
         clientName: patch.clientName,
         callbackUrl: patch.callbackUrl === undefined ? undefined : checkCallbackUrl(patch.callbackUrl, { production }),
         allowedIps: patch.allowedIps === undefined ? undefined : checkAllowList(patch.allowedIps, patch),

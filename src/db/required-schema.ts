@@ -51,12 +51,14 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
   clients: {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
-      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url', 'initiate_login_uri'],
+      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url', 'initiate_login_uri', 'redirect_uris', 'post_logout_redirect_uris', 'public', 'backchannel_logout_uri'],
     privileges: READ_WRITE,
     // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without
     // repeating them), 0021 (a client's tokens go with it, and keep its name), 0023 (the initiate-login URL)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash',
-      'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens', 'clients_before_initiate_login_uri'],
+      'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens', 'clients_before_initiate_login_uri',
+      // 0024: the OpenID Connect columns' checks and audit
+      'clients_before_write_oidc', 'clients_after_write_oidc'],
     unique: [['client_id']],
   },
   sso_tokens: {
@@ -84,6 +86,12 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   webhook_deliveries: {
     columns: ['id', 'webhook_id', 'event', 'data', 'status', 'attempts', 'next_attempt_at', 'locked_until', 'last_status_code', 'last_error', 'created_at', 'completed_at'],
     privileges: READ_WRITE,
+  },
+  // migrations/0025: what the OpenID Connect provider keeps (src/oidc/adapter.ts)
+  oidc_artefacts: {
+    columns: ['pk', 'model', 'payload', 'grant_id', 'uid', 'user_code', 'account_id', 'expires_at', 'consumed_at'],
+    privileges: READ_WRITE,
+    unique: [['pk']],
   },
   webhook_attempts: { columns: ['id', 'delivery_id', 'attempt', 'at', 'status_code', 'error', 'duration_ms'], privileges: READ_WRITE },
 };

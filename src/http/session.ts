@@ -13,6 +13,8 @@ declare module 'express-session' {
     userId: number;
     /** Whether the sign-in that established this session passed a second factor. */
     twoFactorUsed: boolean;
+    /** When the sign-in that established this session happened (seconds since the epoch). */
+    authTime?: number;
     /** The version of the user's credentials its sign-in saw (CREDENTIALS_VERSION). */
     credentialsVersion?: string;
     /** Where the sign-in came from, for the user's list of sessions. */

@@ -3,6 +3,7 @@ import { isUsableCallbackUrl } from '../clients/callback.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { ClientService } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
+import type { UserRecord } from '../users/user.ts';
 import { clientLoginTargetSchema, localNextSchema } from './schemas.ts';
 
 /**
@@ -12,7 +13,23 @@ import { clientLoginTargetSchema, localNextSchema } from './schemas.ts';
  */
 export type LoginTarget =
   | { kind: 'client'; client: ClientRecord; state?: string }
-  | { kind: 'service'; next: string };
+  | { kind: 'service'; next: string }
+  | OidcLoginTarget;
+
+/**
+ * An OpenID Connect authorization request waiting for its sign-in (src/pages/oidc-interaction.ts):
+ * the interaction `uid`, the client system, the redirect URI the provider accepted for it, and
+ * how the interaction is finished for a signed-in user. `forceLogin`: prompt=login or max_age
+ * asks for a new sign-in even when this browser is signed in.
+ */
+export interface OidcLoginTarget {
+  kind: 'oidc';
+  uid: string;
+  client: ClientRecord;
+  redirectUri: string;
+  forceLogin: boolean;
+  finish(req: Request, res: Response, user: UserRecord): Promise<void>;
+}
 
 const DEFAULT_NEXT = '/dashboard';
 
@@ -67,11 +84,13 @@ export const serviceTarget: RequestHandler = (req, res, next) => {
 
 /** Binds a pending two-factor sign-in to the sign-in it started in. */
 export function targetKey(target: LoginTarget): string {
+  if (target.kind === 'oidc') return `oidc:${target.uid}`;
   return target.kind === 'client' ? `client:${target.client.client_id}` : 'service';
 }
 
 /** What the sign-in form posts to, with the hidden fields that carry the target. */
 export function formOf(target: LoginTarget): { action: string; hidden: Record<string, string> } {
+  if (target.kind === 'oidc') return { action: `/oidc/interaction/${encodeURIComponent(target.uid)}`, hidden: {} };
   if (target.kind === 'client') {
     const hidden: Record<string, string> = { client_id: target.client.client_id };
     if (target.state !== undefined) hidden.state = target.state;
@@ -87,11 +106,17 @@ export function restartUrl(target: LoginTarget): string {
   return query ? `${action}?${query}` : action;
 }
 
+/** Where the browser may be sent on after the sign-in form (its CSP form-action): the client system's URL. */
+export function formTargetsOf(target: LoginTarget): string[] | undefined {
+  if (target.kind === 'oidc') return [target.redirectUri];
+  return target.kind === 'client' ? [target.client.callback_url] : undefined;
+}
+
 /** The host a client-system sign-in ends at, shown on the page so the user knows. */
 export function destinationHost(target: LoginTarget): string | null {
-  if (target.kind !== 'client') return null;
+  if (target.kind === 'service') return null;
   try {
-    return new URL(target.client.callback_url).host;
+    return new URL(target.kind === 'oidc' ? target.redirectUri : target.client.callback_url).host;
   } catch {
     return null;
   }

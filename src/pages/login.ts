@@ -11,7 +11,7 @@ import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { LinkService } from '../links/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from '../validation/logo-url.ts';
-import { destinationHost, formOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
+import { destinationHost, formOf, formTargetsOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
 import { loginFormSchema } from './schemas.ts';
@@ -53,7 +53,7 @@ function renderLogin(
   const flash: FlashMessage[] = view.error ? [{ type: 'error', text: view.error }] : [];
   renderPage(req, res, 'login', {
     step: view.step,
-    client: target.kind === 'client' ? pageClient(target.client) : null,
+    client: target.kind === 'service' ? null : pageClient(target.client),
     action,
     hidden: view.step === 'totp' ? { ...hidden, pending_key: view.pendingKey ?? '' } : hidden,
     login: view.login ?? '',
@@ -62,7 +62,7 @@ function renderLogin(
   }, {
     status: view.status,
     flash,
-    formTargets: target.kind === 'client' ? [target.client.callback_url] : undefined,
+    formTargets: formTargetsOf(target),
   });
 }
 
@@ -124,10 +124,18 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     return { flow: 'dashboard', ...(link?.status === 'active' ? { claimUsername: link.external_username } : {}) };
   }
 
-  async function continueSignedIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
+  /**
+   * Where every sign-in ends, whichever way the user proved who they are (the password form
+   * here, its two-factor step, a session already signed in, and any other way of signing in
+   * to this page): a client system gets its single-use token, an OpenID Connect authorization
+   * request its finished interaction, this service's own pages the browser.
+   */
+  async function completeSignIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
     if (target.kind === 'client') {
       const handoff = await dashboardHandoff(req, target.client, user);
       await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser', ...handoff });
+    } else if (target.kind === 'oidc') {
+      await target.finish(req, res, user);
     } else {
       res.redirect(303, target.next);
     }
@@ -137,7 +145,8 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
   const show: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const user = res.locals.authMethod === 'session' ? (res.locals.user as UserRecord | undefined) : undefined;
-    if (user) return continueSignedIn(req, res, target, user, req.session.twoFactorUsed === true);
+    // prompt=login and an exceeded max_age ask for the password again, signed in or not
+    if (user && !(target.kind === 'oidc' && target.forceLogin)) return completeSignIn(req, res, target, user, req.session.twoFactorUsed === true);
     renderLogin(req, res, target, { step: 'password' });
   };
 
@@ -157,7 +166,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
       await signOutPreviousUser(req, auth, { id: err.userId }, { ...requestContext(req), via: 'page' });
       await beginPasswordChange(req, {
         userId: err.userId, twoFactorUsed: err.twoFactorUsed, next: restartUrl(target),
-        formTargets: target.kind === 'client' ? [target.client.callback_url] : undefined,
+        formTargets: formTargetsOf(target),
       });
       res.redirect(303, '/account/password');
     }
@@ -186,7 +195,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     }
     await signOutPreviousUser(req, auth, result.user, ctx);
     await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed, credentialsVersion: result.credentialsVersion });
-    await continueSignedIn(req, res, target, result.user, result.twoFactorUsed);
+    await completeSignIn(req, res, target, result.user, result.twoFactorUsed);
   };
 
   /**
@@ -235,5 +244,5 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     renderPage(req, res, 'signed-out', {}, { csrf: false });
   };
 
-  return { show, submit, failed, logout };
+  return { show, submit, failed, logout, completeSignIn };
 }

@@ -5,6 +5,7 @@ import { HEALTH_ROUTES } from '../health/routes.ts';
 import { LINK_ROUTES } from '../links/routes.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
+import { OIDC_PAGE_ROUTES } from '../pages/oidc-routes.ts';
 import { PAGE_ROUTES } from '../pages/routes.ts';
 import { SSO_ROUTES } from '../sso/routes.ts';
 import { USER_ROUTES } from '../users/routes.ts';
@@ -26,6 +27,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...WEBHOOK_ROUTES,
   ...ADMIN_API_ROUTES,
   ...PAGE_ROUTES,
+  ...OIDC_PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
   ...ADMIN_PANEL_ROUTES,
 ];

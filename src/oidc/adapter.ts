@@ -1,0 +1,82 @@
+import { errors } from 'oidc-provider';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { Db } from '../db/db.ts';
+import {
+  consumeArtefact, destroyArtefact, findArtefact, findArtefactBy, revokeGrantArtefacts, revokeModelByGrant, upsertArtefact,
+} from './queries.ts';
+
+/** What is kept when oidc-provider gives no lifetime (it always does for the models used here). */
+const DEFAULT_EXPIRES_IN = 14 * 86_400;
+
+/** Models whose consumption is single use: a second consumer is refused (and the grant revoked). */
+const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+
+/**
+ * oidc-provider's storage adapter (its documented Adapter interface) on the service's own
+ * database layer, so it works on PostgreSQL and on the embedded database alike and every
+ * instance sees every code, token and session. One instance per model; the Client model is
+ * served by `clients` (the clients table), never written.
+ */
+export class DbAdapter implements Adapter {
+  constructor(private readonly db: Db, private readonly model: string) {}
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    await upsertArtefact(this.db, this.model, id, payload as Record<string, unknown>, expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN);
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    const row = await findArtefact(this.db, this.model, id);
+    return row ? withConsumed(row) : undefined;
+  }
+
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    const row = await findArtefactBy(this.db, this.model, 'user_code', userCode);
+    return row ? withConsumed(row) : undefined;
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const row = await findArtefactBy(this.db, this.model, 'uid', uid);
+    return row ? withConsumed(row) : undefined;
+  }
+
+  /**
+   * Consumes in one statement (consumeArtefact). The library reads the artefact, sees it
+   * unconsumed, then consumes it; two instances racing on one code would both get that far.
+   * The one whose statement did not consume it is refused here as a replay is: invalid_grant,
+   * and what the grant issued revoked (RFC 6749 section 4.1.2).
+   */
+  async consume(id: string): Promise<void> {
+    if (await consumeArtefact(this.db, this.model, id)) return;
+    if (!SINGLE_USE.has(this.model)) return;
+    const row = await findArtefact(this.db, this.model, id);
+    const grantId = row?.payload.grantId;
+    if (typeof grantId === 'string') await revokeGrantArtefacts(this.db, grantId);
+    throw new errors.InvalidGrant(`${this.model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already consumed`);
+  }
+
+  async destroy(id: string): Promise<void> {
+    await destroyArtefact(this.db, this.model, id);
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await revokeModelByGrant(this.db, this.model, grantId);
+  }
+}
+
+function withConsumed(row: { payload: Record<string, unknown>; consumed: boolean }): AdapterPayload {
+  return (row.consumed ? { ...row.payload, consumed: true } : row.payload) as AdapterPayload;
+}
+
+/** The adapter of the Client model: the registered client systems, read only. */
+export class ClientAdapter implements Adapter {
+  constructor(private readonly metadata: (clientId: string) => Promise<AdapterPayload | undefined>) {}
+  find(id: string) {
+    return this.metadata(id);
+  }
+  async upsert() { throw new Error('clients are registered by administrators, not by oidc-provider'); }
+  async findByUserCode() { return undefined; }
+  async findByUid() { return undefined; }
+  async consume() {}
+  async destroy() {}
+  async revokeByGrantId() {}
+}

@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import type { Request } from 'express';
+import type { AdapterPayload, ClientMetadata } from 'oidc-provider';
+import { isIpAllowed } from '../clients/allowlist.ts';
+import type { ClientRecord } from '../clients/client.ts';
+import type { ClientService } from '../clients/service.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { AppError } from '../http/errors.ts';
+
+/**
+ * What oidc-provider is given as a confidential client's `client_secret`: its schema demands
+ * one for client_secret_basic/post, but the secret is never compared with it (the comparison
+ * is replaced, see secretCheck) and nothing else uses it: only asymmetric algorithms are
+ * enabled, so no HMAC or symmetric encryption key is ever derived from it. Random per
+ * process, never stored, never the client's secret or its hash.
+ */
+const SECRET_STAND_IN = randomBytes(32).toString('base64url');
+
+/** The client system as an OpenID Connect client (its metadata), or undefined when it is inactive. */
+export function clientMetadata(c: ClientRecord): AdapterPayload | undefined {
+  if (!c.active) return undefined;
+  const metadata: ClientMetadata = {
+    client_id: c.client_id,
+    client_name: c.client_name,
+    redirect_uris: [...new Set([c.callback_url, ...c.redirect_uris])],
+    post_logout_redirect_uris: c.post_logout_redirect_uris,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    id_token_signed_response_alg: 'RS256',
+    ...(c.public
+      ? { token_endpoint_auth_method: 'none', application_type: 'web' }
+      : { token_endpoint_auth_method: 'client_secret_basic', client_secret: SECRET_STAND_IN }),
+    ...(c.backchannel_logout_uri ? { backchannel_logout_uri: c.backchannel_logout_uri, backchannel_logout_session_required: true } : {}),
+  };
+  return metadata as AdapterPayload;
+}
+
+/** Where a refused client authentication's reason is kept on the request, for the answer (src/oidc/middleware.ts). */
+export const IP_REFUSED = Symbol('client address not on its allow list');
+
+/**
+ * The check that replaces oidc-provider's own comparison of a presented `client_secret`
+ * (Client.prototype.compareClientSecret, the extension point its author points to for hashed
+ * secrets: panva/node-oidc-provider#631). The service's own check decides: SHA-256 of the
+ * presented secret against the stored hash (and the previous one during a rotation's grace),
+ * in constant time, the same work for an unknown client. Right credentials from an address off
+ * the client's allow list are refused too; the request is marked so the answer is 403, as
+ * /api/sso/token answers.
+ */
+export function secretCheck(clients: Pick<ClientService, 'authenticateClient'>) {
+  return async (clientId: string, secret: string, req: Request | undefined): Promise<boolean> => {
+    let client: ClientRecord;
+    try {
+      client = await clients.authenticateClient(clientId, secret);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'invalid_client') return false;
+      throw err;
+    }
+    if (req && !isIpAllowed(clientIp(req), client.allowed_ips)) {
+      (req as Request & { [IP_REFUSED]?: string })[IP_REFUSED] = clientIp(req);
+      return false;
+    }
+    return true;
+  };
+}

@@ -1,0 +1,126 @@
+import type { Request } from 'express';
+import Provider, { interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/db.ts';
+import type { UserRecord } from '../users/user.ts';
+import { ClientAdapter, DbAdapter } from './adapter.ts';
+import type { SigningJwk } from './keys.ts';
+
+/** Where oidc-provider is mounted in the app; the discovery document is also served at the root (issuer = PUBLIC_URL). */
+export const OIDC_PREFIX = '/oidc';
+
+/** The sign-in page of an interaction (src/pages/oidc-interaction.ts serves it). */
+export const interactionPath = (uid: string) => `${OIDC_PREFIX}/interaction/${uid}`;
+
+/** The issuer: PUBLIC_URL without a trailing slash; outside production without one, http://localhost:PORT. */
+export function issuerOf(config: Pick<Config, 'PUBLIC_URL' | 'PORT'>): string {
+  return (config.PUBLIC_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
+}
+
+/** Lifetimes (seconds). Codes are short; refresh tokens rotate and live two weeks unused. */
+const TTL = { AuthorizationCode: 60, AccessToken: 3600, IdToken: 3600, RefreshToken: 14 * 86_400, Grant: 14 * 86_400, Interaction: 3600 };
+
+export interface ProviderParts {
+  config: Config;
+  db: Db;
+  keys: SigningJwk[];
+  /** The cookie keys (the session keys: SESSION_SECRET first, then the previous ones). */
+  cookieKeys: string[];
+  clientMetadata(clientId: string): Promise<Record<string, unknown> | undefined>;
+  /** An active user by id; undefined for an unknown or inactive one (who then gets no token). */
+  findUser(id: number): Promise<UserRecord | undefined>;
+  renderError: NonNullable<Configuration['renderError']>;
+  logoutSource: NonNullable<NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource']>;
+  postLogoutSuccessSource: NonNullable<NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['postLogoutSuccessSource']>;
+}
+
+/**
+ * The login prompt also asks for a sign-in when this browser's session at the service is not
+ * the provider session's user (signed out here, or signed in as someone else since): the
+ * service's session decides, so a sign-out here ends the OpenID Connect sign-in too.
+ */
+function loginPolicy() {
+  const { Check, base } = interactionPolicy;
+  const policy = base();
+  policy.get('login')!.checks.add(new Check('service_session', 'the browser is not signed in to the service as this user', (ctx: KoaContextWithOIDC) => {
+    const userId = (ctx.req as Request).session?.userId;
+    return typeof userId !== 'number' || String(userId) !== ctx.oidc.session?.accountId;
+  }));
+  return policy;
+}
+
+/** The provider, configured for this service (docs/openid-connect.md). */
+export function createProvider(parts: ProviderParts): Provider {
+  const { config } = parts;
+  const production = config.NODE_ENV === 'production';
+  const algs = [...new Set(parts.keys.map((k) => k.alg))] as Array<'RS256' | 'ES256' | 'ES384' | 'EdDSA'>;
+  const clients = new ClientAdapter(async (id) => parts.clientMetadata(id));
+  const configuration: Configuration = {
+    adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name)),
+    jwks: { keys: parts.keys },
+    cookies: {
+      keys: parts.cookieKeys,
+      long: { secure: production, sameSite: 'lax', httpOnly: true },
+      short: { secure: production, sameSite: 'lax', httpOnly: true },
+    },
+    async findAccount(_ctx, id) {
+      const user = /^\d{1,15}$/.test(id) ? await parts.findUser(Number(id)) : undefined;
+      if (!user) return undefined;
+      return {
+        accountId: id,
+        async claims() {
+          return { sub: id, name: user.full_name, preferred_username: user.username, email: user.email, roles: [user.role] };
+        },
+      };
+    },
+    claims: { openid: ['sub', 'roles'], profile: ['name', 'preferred_username'], email: ['email'] },
+    scopes: ['openid', 'offline_access', 'profile', 'email'],
+    // the claims of the granted scopes go in the ID token too, not only in userinfo
+    conformIdTokenClaims: false,
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    // asymmetric algorithms only: no key is ever derived from a client secret (src/oidc/clients.ts)
+    enabledJWA: {
+      idTokenSigningAlgValues: algs,
+      userinfoSigningAlgValues: algs,
+      introspectionSigningAlgValues: algs,
+      authorizationSigningAlgValues: algs,
+      requestObjectSigningAlgValues: algs,
+      clientAuthSigningAlgValues: ['RS256', 'ES256'],
+    },
+    // PKCE (S256, the only method) is required of public clients and checked whenever sent
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      backchannelLogout: { enabled: true },
+      rpInitiatedLogout: { enabled: true, logoutSource: parts.logoutSource, postLogoutSuccessSource: parts.postLogoutSuccessSource },
+    },
+    interactions: { url: (_ctx, interaction) => interactionPath(interaction.uid), policy: loginPolicy() },
+    // No consent screen for the client systems the administrators registered: the grant
+    // covers what the client asked for (offline_access only with prompt=consent, per the spec).
+    async loadExistingGrant(ctx) {
+      const { client, session, params } = ctx.oidc;
+      if (!client || !session?.accountId) return undefined;
+      const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId);
+      const found = grantId ? await ctx.oidc.provider.Grant.find(grantId) : undefined;
+      const grant = found && found.accountId === session.accountId ? found : new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });
+      grant.addOIDCScope(String(params?.scope ?? 'openid'));
+      await grant.save();
+      return grant;
+    },
+    rotateRefreshToken: true,
+    ttl: { ...TTL, Session: config.SESSION_TTL_SECONDS },
+    clientBasedCORS(ctx, origin, client) {
+      // browsers call the token endpoint only for public clients, from their redirect URIs' origins
+      if (origin === 'null') return false;
+      if (ctx.oidc.route !== 'userinfo' && client.clientAuthMethod !== 'none') return false;
+      return (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin);
+    },
+    renderError: parts.renderError,
+  };
+  const provider = new Provider(issuerOf(config), configuration);
+  provider.proxy = Boolean(config.TRUST_PROXY) && config.TRUST_PROXY !== 'false';
+  return provider;
+}

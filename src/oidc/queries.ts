@@ -1,0 +1,87 @@
+import type { Queryable } from '../db/db.ts';
+
+/** One artefact as the adapter stores it (src/oidc/adapter.ts). */
+export interface ArtefactRow {
+  payload: Record<string, unknown>;
+  consumed: boolean;
+}
+
+const key = (model: string, id: string) => `${model}:${id}`;
+
+/**
+ * Writes (or replaces) the artefact `id` of `model`, with the fields it is looked up by and
+ * the user it belongs to, expiring `expiresIn` seconds from now by the database's clock.
+ */
+export async function upsertArtefact(
+  q: Queryable, model: string, id: string, payload: Record<string, unknown>, expiresIn: number,
+): Promise<void> {
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  await q.query(
+    `INSERT INTO oidc_artefacts (pk, model, payload, grant_id, uid, user_code, account_id, expires_at)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, now() + make_interval(secs => $8::double precision))
+     ON CONFLICT (pk) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id, uid = EXCLUDED.uid,
+       user_code = EXCLUDED.user_code, account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`,
+    [key(model, id), model, JSON.stringify(payload), text(payload.grantId), text(payload.uid), text(payload.userCode), text(payload.accountId), expiresIn],
+  );
+}
+
+const LIVE = `expires_at > now()`;
+
+/** The artefact, unless it is unknown or expired. */
+export async function findArtefact(q: Queryable, model: string, id: string): Promise<ArtefactRow | null> {
+  const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [key(model, id)]);
+  return r.rows[0] ?? null;
+}
+
+/** The live artefact of `model` whose `column` (uid or user_code) is `value`. */
+export async function findArtefactBy(q: Queryable, model: string, column: 'uid' | 'user_code', value: string): Promise<ArtefactRow | null> {
+  const r = await q.query<ArtefactRow>(
+    `SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE model = $1 AND ${column} = $2 AND ${LIVE} LIMIT 1`,
+    [model, value],
+  );
+  return r.rows[0] ?? null;
+}
+
+/**
+ * Marks the artefact consumed, in one statement: true for the one caller that consumed it,
+ * false for every other (already consumed, by this instance or another, or gone). Two token
+ * requests racing on one authorization code cannot both see it unconsumed.
+ */
+export async function consumeArtefact(q: Queryable, model: string, id: string): Promise<boolean> {
+  const r = await q.query(`UPDATE oidc_artefacts SET consumed_at = now() WHERE pk = $1 AND consumed_at IS NULL AND ${LIVE}`, [key(model, id)]);
+  return r.rowCount === 1;
+}
+
+export async function destroyArtefact(q: Queryable, model: string, id: string): Promise<void> {
+  await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key(model, id)]);
+}
+
+/** Deletes the artefacts of `model` issued under a grant (the Grant model: the grant itself). */
+export async function revokeModelByGrant(q: Queryable, model: string, grantId: string): Promise<void> {
+  if (model === 'Grant') await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key('Grant', grantId)]);
+  else await q.query('DELETE FROM oidc_artefacts WHERE grant_id = $1 AND model = $2', [grantId, model]);
+}
+
+/** Deletes every artefact of a grant (its codes, tokens and the grant itself), whatever the model. */
+export async function revokeGrantArtefacts(q: Queryable, grantId: string): Promise<void> {
+  await q.query('DELETE FROM oidc_artefacts WHERE grant_id = $1 OR pk = $2', [grantId, key('Grant', grantId)]);
+}
+
+/**
+ * Deletes what the provider holds for a user (every model, or only `models`: sessions,
+ * grants, codes, access and refresh tokens) and answers the deleted sessions' payloads, for
+ * the back-channel logout that follows.
+ */
+export async function revokeAccountArtefacts(q: Queryable, accountId: string, models?: string[]): Promise<Array<Record<string, unknown>>> {
+  const r = await q.query<{ model: string; payload: Record<string, unknown> }>(
+    `DELETE FROM oidc_artefacts WHERE account_id = $1 AND ($2::text[] IS NULL OR model = ANY ($2::text[])) RETURNING model, payload`,
+    [accountId, models ?? null],
+  );
+  return r.rows.filter((row) => row.model === 'Session').map((row) => row.payload);
+}
+
+/** Deletes a user's grants, codes and tokens (not their sessions), inside the caller's transaction. */
+export async function revokeAccountTokens(q: Queryable, accountId: string): Promise<number> {
+  const r = await q.query(`DELETE FROM oidc_artefacts WHERE account_id = $1 AND model <> 'Session'`, [accountId]);
+  return r.rowCount;
+}

@@ -1,0 +1,169 @@
+import type { Request } from 'express';
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { writeAudit } from '../audit/writer.ts';
+import type { ClientService } from '../clients/service.ts';
+import type { Deps } from '../context.ts';
+import { clientIp } from '../http/client-ip.ts';
+import { quietly } from '../logging/logger.ts';
+import { findUserById } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
+import { clientMetadata, IP_REFUSED, secretCheck } from './clients.ts';
+import { loadOidcKeys, type SigningJwk } from './keys.ts';
+import { createProvider, type ProviderParts } from './provider.ts';
+import { revokeAccountArtefacts, revokeAccountTokens } from './queries.ts';
+
+type Views = Pick<ProviderParts, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> & {
+  /** Ends the browser's session at the service (an RP-initiated logout was confirmed). */
+  endServiceSession(req: Request): Promise<void>;
+};
+
+/**
+ * The OpenID Connect provider of this service (oidc-provider), and what the rest of the
+ * service asks of it: the provider itself (built on first use, with the keys), the end of a
+ * user's sessions (back-channel logout) and the revocation of their tokens.
+ */
+export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 'events'>, clients: ClientService) {
+  const { db, logger, events } = deps;
+  let provider: Provider | undefined;
+  let keys: SigningJwk[] | undefined;
+  let views: Views | undefined;
+  let cookieKeys: string[] = [];
+  const checkSecret = secretCheck(clients);
+
+  const findUser = async (id: number): Promise<UserRecord | undefined> => {
+    const user = await findUserById(db, id);
+    return user?.active ? user : undefined;
+  };
+
+  /** Audits what the provider did, with the caller's address; never fails the answer. */
+  const audit = async (ctx: KoaContextWithOIDC, entry: Parameters<typeof writeAudit>[1]) => {
+    try {
+      await writeAudit(db, { ipAddress: clientIp(ctx.req as Request), userAgent: ctx.get('user-agent') || null, ...entry });
+    } catch (err) {
+      quietly(() => logger.error({ err }, 'OpenID Connect audit entry not written'));
+    }
+  };
+
+  /**
+   * After each provider answer: a confidential client's right credentials from an address off
+   * its allow list become 403 (as /api/sso/token answers); sign-ins (a code issued), token
+   * issues, refreshes, revocations and refused client authentications are audited; a sign-in
+   * sends user.login.
+   */
+  const afterAnswer = async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    const route = ctx.oidc?.route;
+    if (!route) return;
+    const req = ctx.req as Request & { [IP_REFUSED]?: string };
+    const clientId = ctx.oidc.client?.clientId ?? (typeof ctx.oidc.params?.client_id === 'string' ? ctx.oidc.params.client_id : null);
+    if (req[IP_REFUSED] !== undefined) {
+      ctx.status = 403;
+      ctx.remove('WWW-Authenticate');
+      ctx.body = { error: 'access_denied', error_description: `IP address ${req[IP_REFUSED]} is not allowed for this client` };
+      await audit(ctx, { action: 'oidc.client_auth', outcome: 'failure', clientId, details: { route, reason: 'ip_not_allowed' } });
+      return;
+    }
+    if (route === 'end_session_confirm' && ctx.oidc.params?.logout && views) {
+      await views.endServiceSession(req);
+      return;
+    }
+    if (['token', 'introspection', 'revocation'].includes(route) && ctx.status === 401) {
+      await audit(ctx, { action: 'oidc.client_auth', outcome: 'failure', clientId: clientId?.slice(0, 200) ?? null, details: { route, error: 'invalid_client' } });
+      return;
+    }
+    const accountId = ctx.oidc.session?.accountId ?? ctx.oidc.entities?.RefreshToken?.accountId ?? ctx.oidc.entities?.AuthorizationCode?.accountId;
+    const userId = accountId && /^\d+$/.test(accountId) ? Number(accountId) : null;
+    if (route === 'token' && ctx.status === 200) {
+      const grantType = String(ctx.oidc.params?.grant_type ?? '');
+      await audit(ctx, { action: grantType === 'refresh_token' ? 'oidc.refresh' : 'oidc.token', outcome: 'success', clientId, userId, details: { grant_type: grantType } });
+    } else if (route === 'token' && ctx.status === 400) {
+      await audit(ctx, { action: 'oidc.token', outcome: 'failure', clientId, userId, details: { error: (ctx.body as { error?: string } | undefined)?.error ?? null } });
+    } else if (route === 'revocation' && ctx.status === 200) {
+      await audit(ctx, { action: 'oidc.revoke', outcome: 'success', clientId });
+    } else if ((route === 'authorization' || route === 'resume') && ctx.status === 303 && userId !== null && /[?&#]code=/.test(ctx.response.get('Location'))) {
+      await signedIn(ctx, userId, clientId ?? '');
+    }
+  };
+
+  /** A code issued to a client system for a user: the sign-in, audited and sent as user.login. */
+  const signedIn = async (ctx: KoaContextWithOIDC, userId: number, clientId: string) => {
+    const req = ctx.req as Request;
+    const twoFactorUsed = req.session?.twoFactorUsed === true;
+    const ipAddress = clientIp(req);
+    const userAgent = ctx.get('user-agent') || '';
+    try {
+      await db.transaction(async (tx) => {
+        const user = await findUserById(tx, userId);
+        if (!user) return;
+        await writeAudit(tx, { action: 'oidc.sign_in', outcome: 'success', userId, username: user.username, clientId, ipAddress, userAgent, details: { two_factor: twoFactorUsed } });
+        await events.record(tx, 'user.login', { user_id: userId, email: user.email, ip_address: ipAddress, user_agent: userAgent, client_system: clientId, '2fa_used': twoFactorUsed });
+      });
+    } catch (err) {
+      quietly(() => logger.error({ err }, 'OpenID Connect sign-in not recorded'));
+    }
+  };
+
+  const build = (): Provider => {
+    if (!views) throw new Error('the OpenID Connect pages are not attached (attachViews)');
+    keys ??= loadOidcKeys(deps.config);
+    const built = createProvider({
+      config: deps.config, db, keys, cookieKeys, findUser,
+      renderError: views.renderError, logoutSource: views.logoutSource, postLogoutSuccessSource: views.postLogoutSuccessSource,
+      clientMetadata: async (id) => {
+        const client = await clients.findClient(id);
+        return client ? clientMetadata(client) : undefined;
+      },
+    });
+    // the hashed secret: see secretCheck (src/oidc/clients.ts)
+    built.Client.prototype.compareClientSecret = async function compare(this: { clientId: string }, actual: string) {
+      const ctx = (built.constructor as unknown as { ctx?: KoaContextWithOIDC }).ctx;
+      return checkSecret(this.clientId, actual, ctx?.req as Request | undefined);
+    };
+    built.use(afterAnswer);
+    built.on('backchannel.error', (_ctx, err, clientId) => quietly(() => logger.warn({ err, client_id: clientId }, 'back-channel logout not delivered')));
+    built.on('server_error', (_ctx, err) => quietly(() => logger.error({ err }, 'OpenID Connect provider error')));
+    return built;
+  };
+
+  return {
+    /** Loads the keys now (a start with unusable keys fails here, with the reason). */
+    loadKeys: () => {
+      keys ??= loadOidcKeys(deps.config);
+      return keys;
+    },
+    /** The pages the provider renders (errors, the sign-out confirmation), given by src/pages/. */
+    attachViews(given: Views, sessionKeys: string[]) {
+      views = given;
+      cookieKeys = sessionKeys;
+    },
+    provider: (): Provider => {
+      provider ??= build();
+      return provider;
+    },
+    /**
+     * A user's sessions here ended (a sign-out, a password change or reset, a deactivation):
+     * their OpenID Connect sessions end, and each client system that registered a
+     * back-channel logout URI and had the user signed in is told (a logout token). With
+     * `revoke`, their access and refresh tokens and grants go too.
+     */
+    async sessionsEnded(userId: number, options: { revoke?: boolean } = {}): Promise<void> {
+      const sessions = options.revoke ? await revokeAccountArtefacts(db, String(userId)) : await revokeAccountArtefacts(db, String(userId), ['Session']);
+      if (!provider || sessions.length === 0) return;
+      for (const session of sessions) {
+        const authorizations = (session.authorizations ?? {}) as Record<string, { sid?: string }>;
+        for (const [clientId, { sid }] of Object.entries(authorizations)) {
+          try {
+            const client = await provider.Client.find(clientId);
+            if (client?.backchannelLogoutUri) await (client as unknown as { backchannelLogout(sub: string, sid: string): Promise<void> }).backchannelLogout(String(userId), sid ?? '');
+          } catch (err) {
+            quietly(() => logger.warn({ err, client_id: clientId }, 'back-channel logout not delivered'));
+          }
+        }
+      }
+    },
+    revokeAccountTokens: (userId: number) => revokeAccountTokens(db, String(userId)),
+  };
+}
+
+export type OidcService = ReturnType<typeof createOidcService>;
