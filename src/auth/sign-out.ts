@@ -1,5 +1,6 @@
 import { writeAudit } from '../audit/writer.ts';
 import type { Queryable } from '../db/db.ts';
+import { revokeAccountTokens } from '../oidc/queries.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import type { EventRecorder } from '../webhooks/events.ts';
 import { touchCredentials } from './password-queries.ts';
@@ -61,11 +62,14 @@ export async function signOutEverywhere(
   if (exceptSid !== undefined && options.renewing) await deleteUserSession(tx, user.id, exceptSid);
   const invalidatedTokens = await invalidateUnusedTokens(tx, user.id);
   await deletePendingTotp(tx, user.id);
+  // OpenID Connect: the user's refresh and access tokens and grants go with the sessions (their
+  // provider sessions end, with a back-channel logout, once user.logout below has committed)
+  const revokedOidcTokens = await revokeAccountTokens(tx, String(user.id));
   await writeAudit(tx, {
     action: 'user.logout', outcome: 'success', userId: user.id, username: user.username,
     ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
     details: {
-      via: ctx.via, reason: ctx.reason, ended_sessions: endedSessions, invalidated_tokens: invalidatedTokens,
+      via: ctx.via, reason: ctx.reason, ended_sessions: endedSessions, invalidated_tokens: invalidatedTokens, revoked_oidc_tokens: revokedOidcTokens,
       ...(ctx.actor ? { actor: ctx.actor, actor_user_id: ctx.actorUserId ?? null } : {}),
     },
   });

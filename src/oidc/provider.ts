@@ -119,6 +119,10 @@ export function createProvider(parts: ProviderParts): Provider {
       return (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin);
     },
     renderError: parts.renderError,
+    // Back-channel logout tokens go to the client systems' URIs: oidc-provider refuses private
+    // and loopback addresses, as the webhooks do in production; outside production, or with
+    // WEBHOOK_ALLOW_PRIVATE, they are allowed as they are for webhooks.
+    fetch: (url, options) => globalThis.fetch(url, !production || config.WEBHOOK_ALLOW_PRIVATE ? { ...options, dispatcher: undefined } as RequestInit : options),
   };
   const provider = new Provider(issuerOf(config), configuration);
   provider.proxy = Boolean(config.TRUST_PROXY) && config.TRUST_PROXY !== 'false';

@@ -35,18 +35,25 @@ export async function startIssuer(env: Record<string, string> = {}, options: { d
 }
 
 /** A relying party's redirect target: answers 200 to anything, and remembers the URLs it was sent to. */
-export async function startReceiver(): Promise<{ origin: string; hits: URL[]; close(): Promise<void> }> {
+export async function startReceiver(): Promise<{ origin: string; hits: URL[]; posts: Array<{ path: string; body: string }>; close(): Promise<void> }> {
   const hits: URL[] = [];
+  const posts: Array<{ path: string; body: string }> = [];
   const server = http.createServer((req, res) => {
     hits.push(new URL(req.url ?? '/', 'http://127.0.0.1'));
-    res.setHeader('Content-Type', 'text/html');
-    res.end('<!doctype html><title>client</title><h1 id="client">client system</h1>');
+    let body = '';
+    req.on('data', (chunk: Buffer) => { body += chunk.toString(); });
+    req.on('end', () => {
+      if (req.method === 'POST') posts.push({ path: req.url ?? '/', body });
+      res.setHeader('Content-Type', 'text/html');
+      res.end('<!doctype html><title>client</title><h1 id="client">client system</h1>');
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     origin: `http://127.0.0.1:${port}`,
     hits,
+    posts,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
