@@ -83,14 +83,9 @@ export function createApp(deps: AppDeps): Express {
 
   // OpenID Connect (docs/openid-connect.md): oidc-provider under /oidc, after the session
   // middleware (its sign-in check reads the browser's session here); the issuer is PUBLIC_URL,
-  // so its discovery document is also served where the issuer says, at the root.
+  // so its discovery document is also served where the issuer says, at the root (src/oidc/routes.ts).
   deps.oidc.attachViews(oidcViews(deps.auth), sessionSecrets(config));
-  app.get('/.well-known/openid-configuration', (req, _res, next) => {
-    req.url = `${OIDC_PREFIX}/.well-known/openid-configuration`;
-    next();
-  });
-  let oidcHandler: ReturnType<ReturnType<typeof deps.oidc.provider>['callback']> | undefined;
-  app.use(OIDC_PREFIX, (req, res) => (oidcHandler ??= deps.oidc.provider().callback())(req, res));
+  app.use(OIDC_PREFIX, (req, res) => deps.oidc.handle(req, res));
 
   app.use('/api', apiNotFound);
   app.use(pageNotFound);

@@ -227,10 +227,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.NODE_ENV === 'production') {
     if (!config.JWT_SECRET) throw new ConfigError('Invalid configuration: JWT_SECRET: required when NODE_ENV=production');
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
-    // ID tokens are verified by every client system with the published keys: never generated keys in production
-    if (!config.OIDC_SIGNING_KEYS && !config.OIDC_SIGNING_KEYS_FILE) {
-      throw new ConfigError('Invalid configuration: OIDC_SIGNING_KEYS: required when NODE_ENV=production (or OIDC_SIGNING_KEYS_FILE); see docs/openid-connect.md');
-    }
     // a reset link must never be built from a request's Host header (reset poisoning)
     if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
     // a previous key verifies as the current one does (and a rotation's first step lists the new key there)
@@ -253,6 +249,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError('Invalid configuration: JWT_PREVIOUS_SECRETS: must not hold a session key (SESSION_SECRET, SESSION_PREVIOUS_SECRETS) in production');
     }
     if (config.BCRYPT_COST < 10) throw new ConfigError(`Invalid configuration: BCRYPT_COST: must be at least 10 in production (is ${config.BCRYPT_COST})`);
+    // ID tokens are verified by every client system with the published keys: never generated keys in production
+    if (!config.OIDC_SIGNING_KEYS && !config.OIDC_SIGNING_KEYS_FILE) {
+      throw new ConfigError('Invalid configuration: OIDC_SIGNING_KEYS: required when NODE_ENV=production (or OIDC_SIGNING_KEYS_FILE); see docs/openid-connect.md');
+    }
   }
   return config;
 }

@@ -19,6 +19,7 @@ const badAllowList = err('Invalid body (`validation_error` with `details`), or a
   { error: 'validation_error', message: 'The request body is invalid', details: [{ path: 'callback_url', message: 'Invalid URL' }] });
 const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback', initiate_login_uri: 'https://shop.example/sso/start',
+  redirect_uris: [], post_logout_redirect_uris: [], public: false, backchannel_logout_uri: null,
   allowed_ips: ['203.0.113.0/24'], logo_url: '/assets/logos/shop.svg', active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
   previous_secret_expires_at: null,
 };
@@ -56,8 +57,9 @@ export const ADMIN_API_ROUTES = [
       const { client: created, secret } = await clients.createClient({
         name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
         initiateLoginUri: body.initiate_login_uri,
+        redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris, backchannelLogoutUri: body.backchannel_logout_uri, public: body.public,
       }, api(req, res));
-      res.status(201).json({ ...toPublicClient(created), client_secret: secret });
+      res.status(201).json(created.public ? toPublicClient(created) : { ...toPublicClient(created), client_secret: secret });
     },
   }),
   route({
@@ -80,6 +82,7 @@ export const ADMIN_API_ROUTES = [
       const changed = await clients.updateClient(clientIdParam(req), {
         clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
         initiateLoginUri: body.initiate_login_uri,
+        redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris, backchannelLogoutUri: body.backchannel_logout_uri,
       }, api(req, res));
       res.json(toPublicClient(changed));
     },

@@ -26,6 +26,12 @@ export const createClientSchema = z.object({
   logo_url: logoUrl.optional(),
   /** Where the dashboard's one-click sign-in sends the browser (OpenID Connect initiate_login_uri). */
   initiate_login_uri: url.optional(),
+  /** OpenID Connect (docs/openid-connect.md): redirect URIs besides callback_url. */
+  redirect_uris: z.array(url).max(20).optional(),
+  post_logout_redirect_uris: z.array(url).max(20).optional(),
+  backchannel_logout_uri: url.nullable().optional(),
+  /** A public client (no secret, PKCE required, no allow list). */
+  public: z.boolean().optional(),
 }).strict();
 
 /**
@@ -47,6 +53,10 @@ export const updateClientSchema = z.object({
   logo_url: logoUrl.nullable().optional(),
   /** null (or "") removes it: the dashboard's one-click sign-in goes straight to the callback. */
   initiate_login_uri: str(2048).trim().nullable().optional(),
+  /** OpenID Connect (docs/openid-connect.md): redirect URIs besides callback_url. */
+  redirect_uris: z.array(url).max(20).optional(),
+  post_logout_redirect_uris: z.array(url).max(20).optional(),
+  backchannel_logout_uri: url.nullable().optional(),
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
 const email = str(254).trim();

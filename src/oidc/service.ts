@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request } from 'express';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -26,6 +27,7 @@ type Views = Pick<ProviderParts, 'renderError' | 'logoutSource' | 'postLogoutSuc
 export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 'events'>, clients: ClientService) {
   const { db, logger, events } = deps;
   let provider: Provider | undefined;
+  let handler: ((req: IncomingMessage, res: ServerResponse) => unknown) | undefined;
   let keys: SigningJwk[] | undefined;
   let views: Views | undefined;
   let cookieKeys: string[] = [];
@@ -140,6 +142,11 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     provider: (): Provider => {
       provider ??= build();
       return provider;
+    },
+    /** Serves a request for the provider (mounted at /oidc: the URL below the mount). */
+    handle(req: IncomingMessage, res: ServerResponse): void {
+      handler ??= (provider ??= build()).callback();
+      void handler(req, res);
     },
     /**
      * A user's sessions here ended (a sign-out, a password change or reset, a deactivation):

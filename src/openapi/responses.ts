@@ -110,9 +110,13 @@ export const ready = z.object({ status: z.literal('ready'), database: z.enum(['p
 export const publicClient = z.object({
   client_id: z.string(),
   client_name: z.string(),
-  client_secret: z.string().describe('Masked, e.g. ••••••••Xy3Q'),
+  client_secret: z.string().optional().describe('Masked, e.g. ••••••••Xy3Q; absent for a public client, which has none'),
   callback_url: z.string(),
   initiate_login_uri: z.string().nullable().describe('Where the dashboard\'s one-click sign-in sends the browser to start this client\'s own sign-in (OpenID Connect initiate_login_uri); null: to the callback with a token'),
+  redirect_uris: z.array(z.string()).describe('OpenID Connect redirect URIs besides callback_url (docs/openid-connect.md)'),
+  post_logout_redirect_uris: z.array(z.string()).describe('Where an OpenID Connect sign-out may return to'),
+  public: z.boolean().describe('A public OpenID Connect client (single-page or native app): no secret, PKCE S256 required, no allow list'),
+  backchannel_logout_uri: z.string().nullable().describe('Where OpenID Connect back-channel logout tokens are posted; null: none'),
   allowed_ips: z.array(z.string()),
   logo_url: z.string().nullable().describe('Shown on its sign-in page: a path under /assets or a data:image/...;base64, URL; null for none'),
   active: z.boolean(),
@@ -120,7 +124,7 @@ export const publicClient = z.object({
   updated_at: z.string(),
   previous_secret_expires_at: z.string().nullable().describe('Until when the secret replaced by the last rotation still works; null when none does'),
 }).meta({ id: 'Client' });
-export const createdClient = publicClient.extend({ client_secret: z.string().describe('The plain secret: shown this once') });
+export const createdClient = publicClient.extend({ client_secret: z.string().optional().describe('The plain secret: shown this once; absent for a public client') });
 export const rotatedSecret = z.object({
   client_id: z.string(),
   client_secret: z.string().describe('The new plain secret: shown this once'),

@@ -3,6 +3,7 @@ import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
 import { AUTH_ROUTES } from '../auth/routes.ts';
 import { HEALTH_ROUTES } from '../health/routes.ts';
 import { LINK_ROUTES } from '../links/routes.ts';
+import { OIDC_ROUTES } from '../oidc/routes.ts';
 import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
 import { OIDC_PAGE_ROUTES } from '../pages/oidc-routes.ts';
@@ -21,6 +22,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...HEALTH_ROUTES,
   ...OPENAPI_ROUTES,
   ...SSO_ROUTES,
+  ...OIDC_ROUTES,
   ...LINK_ROUTES,
   ...AUTH_ROUTES,
   ...USER_ROUTES,

@@ -4,7 +4,7 @@ import { thrownBy } from '../helpers/expect.ts';
 
 const STRONG_JWT = 'q8Vn3ZpL0xR7tYc2WmK9sHf4Jd6Ga1Eb5Uo8Ni3Qr7Tz';
 const STRONG_SESSION = 'Xy4Kp9Lm2Nq7Rs1Tv6Wz3Ab8Cd5Ef0Gh4Ij9Kl2Mn7Op';
-const PRODUCTION = { NODE_ENV: 'production', JWT_SECRET: STRONG_JWT, SESSION_SECRET: STRONG_SESSION, BCRYPT_COST: '10' };
+const PRODUCTION = { NODE_ENV: 'production', JWT_SECRET: STRONG_JWT, SESSION_SECRET: STRONG_SESSION, BCRYPT_COST: '10', OIDC_SIGNING_KEYS_FILE: '/run/secrets/oidc-keys' };
 
 /** The one-line message loadConfig refuses `env` with. */
 function refusal(env: Record<string, string>): string {
@@ -19,6 +19,11 @@ describe('production settings', () => {
     const c = loadConfig(PRODUCTION);
     expect(c.NODE_ENV).toBe('production');
     expect(c.BCRYPT_COST).toBe(10);
+  });
+
+  it('refuses to start without OpenID Connect signing keys', () => {
+    const { OIDC_SIGNING_KEYS_FILE: _file, ...without } = PRODUCTION;
+    expect(refusal(without)).toMatch(/^Invalid configuration: OIDC_SIGNING_KEYS: required when NODE_ENV=production/);
   });
 
   it('refuses JWT_SECRET equal to SESSION_SECRET', () => {

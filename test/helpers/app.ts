@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Express } from 'express';
 import pino, { type Logger } from 'pino';
 import { type Config, loadConfig } from '../../src/config.ts';
@@ -52,6 +53,8 @@ export const TEST_ENV: Record<string, string> = {
   RATE_LIMIT_CLIENT_AUTH_FAILURES_PER_MIN: '100000',
   WEBHOOK_ALLOW_PRIVATE: 'true',
   LOG_LEVEL: 'silent',
+  // the OpenID Connect signing key (an RSA key made for the tests), as production requires one
+  OIDC_SIGNING_KEYS_FILE: fileURLToPath(new URL('../db/fixtures/oidc-test-key.pem', import.meta.url)),
 };
 
 /**
