@@ -65,6 +65,10 @@ function kinds(config: PruneConfig): Kind[] {
     // An expired two-factor setup is never read (auth/totp-pending-queries.ts): it goes at once.
     { tables: ['totp_pending'], ageSeconds: 0,
       batch: (q, a, n, after) => deleteBatch(q, 'totp_pending', a, n, after), count: (q, a) => countPrunable(q, 'totp_pending', a) },
+    // OpenID Connect artefacts past their expiry are never read (src/oidc/queries.ts): they go
+    // five minutes later, as revoked access tokens do (an instance whose clock is behind).
+    { tables: ['oidc_artefacts'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
+      batch: (q, a, n, after) => deleteBatch(q, 'oidc_artefacts', a, n, after), count: (q, a) => countPrunable(q, 'oidc_artefacts', a) },
   ];
 }
 

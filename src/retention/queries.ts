@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 
 /** The tables the pruner deletes from. */
-export const PRUNED_TABLES = ['sso_tokens', 'webhook_deliveries', 'webhook_attempts', 'audit_log', 'login_attempts', 'sessions', 'revoked_access_tokens', 'totp_pending'] as const;
+export const PRUNED_TABLES = ['sso_tokens', 'webhook_deliveries', 'webhook_attempts', 'audit_log', 'login_attempts', 'sessions', 'revoked_access_tokens', 'totp_pending', 'oidc_artefacts'] as const;
 export type PrunedTable = (typeof PRUNED_TABLES)[number];
 
 /** Rows deleted (or that would be) per table. */
@@ -48,6 +48,7 @@ export const SIMPLE_TARGETS = {
   revoked_access_tokens: { table: 'revoked_access_tokens', key: 'jti', time: 'expires_at', where: 'true' },
   // an expired two-factor setup is never read (src/auth/totp-pending-queries.ts)
   totp_pending: { table: 'totp_pending', key: 'owner', time: 'expires_at', where: 'true' },
+  oidc_artefacts: { table: 'oidc_artefacts', key: 'pk', time: 'expires_at', where: 'true' },
 } satisfies Record<string, SimpleTarget>;
 
 export type SimpleTargetName = keyof typeof SIMPLE_TARGETS;

@@ -14,7 +14,7 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, totp_pending: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, totp_pending: 1, oidc_artefacts: 1,
 };
 
 /**
@@ -88,6 +88,11 @@ export async function seed(app: TestApp): Promise<Seeded> {
       [owner, user.id, expiresIn]);
     return owner;
   };
+  const artefact = async (expiresIn: string) => {
+    const pk = `RefreshToken:${randomUUID()}`;
+    await db.query(`INSERT INTO oidc_artefacts (pk, model, payload, account_id, expires_at) VALUES ($1, 'RefreshToken', '{}', $2, now() + $3::interval)`, [pk, String(user.id), expiresIn]);
+    return pk;
+  };
 
   const gone = {
     sso_tokens: [
@@ -100,6 +105,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     sessions: [await session('-1 second')],
     revoked_access_tokens: [await revoked('-10 minutes')],
     totp_pending: [await setup('-1 second')],
+    oidc_artefacts: [await artefact('-10 minutes')],
   };
   const kept = {
     sso_tokens: [
@@ -117,6 +123,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     // still unexpired, and expired a minute ago (kept five minutes past expiry, for clock skew)
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
     totp_pending: [await setup('5 minutes')],
+    oidc_artefacts: [await artefact('10 minutes'), await artefact('-1 minute')],
   };
   return { gone, kept };
 }
@@ -129,6 +136,7 @@ const KEYS: Record<string, [string, string]> = {
   sessions: ['sessions', 'sid'],
   revoked_access_tokens: ['revoked_access_tokens', 'jti'],
   totp_pending: ['totp_pending', 'owner'],
+  oidc_artefacts: ['oidc_artefacts', 'pk'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */
