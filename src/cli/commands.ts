@@ -33,8 +33,12 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
 
   client create --name NAME --callback-url URL [--allow-ip IP_OR_CIDR]... [--allow-everything] [--id CLIENT_ID]
                 [--initiate-login-uri URL]   where the dashboard's one-click sign-in starts the client's own sign-in
+                [--redirect-uri URL]... [--post-logout-redirect-uri URL]... [--backchannel-logout-uri URL] [--public]
+                             OpenID Connect (docs/openid-connect.md): more redirect URIs, where a sign-out may
+                             return to, back-channel logout; --public: a browser or native app, no secret
   client rotate-secret CLIENT_ID [--grace-seconds N]   the old secret keeps working N seconds (default 0)
-  client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false]
+  client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false] [--redirect-uri URL]...
+                [--post-logout-redirect-uri URL]... [--backchannel-logout-uri URL|""]   (each list replaces the old one)
                              --initiate-login-uri '' removes it
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
   client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
@@ -81,6 +85,18 @@ function optionalText(args: ParsedArgs, name: string): string | undefined {
   return v;
 }
 
+/** The OpenID Connect options of client create/update: a list given replaces the old one; "" removes the back-channel URI. */
+function oidcOptions(args: ParsedArgs) {
+  const o = args.options;
+  const urls = (v: ParsedArgs['options'][string]) => (v === undefined ? undefined : list(v));
+  const bcl = o['backchannel-logout-uri'];
+  return {
+    redirectUris: urls(o['redirect-uri']),
+    postLogoutRedirectUris: urls(o['post-logout-redirect-uri']),
+    backchannelLogoutUri: typeof bcl === 'string' ? (bcl.trim() === '' ? null : bcl.trim()) : undefined,
+  };
+}
+
 function list(v: ParsedArgs['options'][string]): string[] {
   return Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
 }
@@ -122,23 +138,33 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
           clientId: typeof args.options.id === 'string' ? args.options.id : undefined,
           allowEverything: args.options['allow-everything'] === true,
           initiateLoginUri: optionalText(args, 'initiate-login-uri'),
+          ...oidcOptions(args),
+          public: args.options.public === true,
         },
         ACTOR,
       );
+      const oidc = { redirect_uris: client.redirect_uris, post_logout_redirect_uris: client.post_logout_redirect_uris, public: client.public, backchannel_logout_uri: client.backchannel_logout_uri };
+      // a public client has no secret to show (src/clients/service.ts createClient)
       const json = {
-        client_id: client.client_id, client_secret: secret, client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips,
+        client_id: client.client_id, ...(client.public ? {} : { client_secret: secret }), client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips,
         ...(client.initiate_login_uri ? { initiate_login_uri: client.initiate_login_uri } : {}),
+        ...oidc,
       };
       return {
         json,
         text: [
-          `Created client ${client.client_id} (${client.client_name})`,
+          `Created ${client.public ? 'public ' : ''}client ${client.client_id} (${client.client_name})`,
           `  callback_url:  ${client.callback_url}`,
           ...(client.initiate_login_uri ? [`  initiate_login_uri: ${client.initiate_login_uri}`] : []),
-          `  allowed_ips:   ${client.allowed_ips.join(', ') || '(none: every caller is refused until you add one)'}`,
-          `  client_secret: ${secret}`,
-          '',
-          'Store the secret now: it is shown only this once.',
+          ...(client.redirect_uris.length > 0 ? [`  redirect_uris: ${client.redirect_uris.join(', ')}`] : []),
+          ...(client.public
+            ? ['', 'A public client has no secret: it signs users in with OpenID Connect and PKCE (S256).']
+            : [
+              `  allowed_ips:   ${client.allowed_ips.join(', ') || '(none: every caller is refused until you add one)'}`,
+              `  client_secret: ${secret}`,
+              '',
+              'Store the secret now: it is shown only this once.',
+            ]),
         ].join('\n'),
       };
     }
@@ -172,6 +198,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         // '' removes it
         initiateLoginUri: optionalText(args, 'initiate-login-uri'),
         active: active === undefined ? undefined : active === 'true',
+        ...oidcOptions(args),
       };
       if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false] (at least one)');
       if (patch.clientName !== undefined && (patch.clientName === '' || patch.clientName.length > 200)) {
