@@ -262,6 +262,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         // locked: a rotation at the same moment waits, then sees this one's previous secret
         const current = await findClient(tx, clientId, { lock: true });
         if (!current) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
+        if (current.public) throw new AppError(409, 'public_client', `${clientId} is a public client: it has no secret to rotate`);
         // A second rotation with a grace while one is running would drop the secret the client
         // system may still use (only one previous secret is kept): finish or cancel it first.
         if (graceSeconds > 0 && current.previous_secret_hash) {

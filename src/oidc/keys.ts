@@ -99,7 +99,7 @@ function generateKeys(): SigningJwk[] {
  * a key set generated once and kept in DATA_DIR/oidc-keys.json, as the development JWT key
  * is (the first instance to write it wins, the others read it).
  */
-export function loadOidcKeys(config: Pick<Config, 'OIDC_SIGNING_KEYS' | 'OIDC_SIGNING_KEYS_FILE' | 'DATA_DIR'>): SigningJwk[] {
+export function loadOidcKeys(config: Pick<Config, 'DATA_DIR'> & Partial<Pick<Config, 'OIDC_SIGNING_KEYS' | 'OIDC_SIGNING_KEYS_FILE'>>): SigningJwk[] {
   const describe = (where: string, err: unknown): never => {
     throw new OidcKeyError(`Invalid configuration: ${where}: ${err instanceof Error ? err.message : String(err)}`);
   };

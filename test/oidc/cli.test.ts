@@ -16,6 +16,9 @@ describe('client commands with OpenID Connect fields', () => {
     const out = JSON.parse(r.stdout);
     expect(out).not.toHaveProperty('client_secret');
     expect(out).toMatchObject({ public: true, redirect_uris: ['https://app.example/oidc'], post_logout_redirect_uris: ['https://app.example/bye'] });
+    const rotate = await admin(app, ['client', 'rotate-secret', out.client_id, '--json']);
+    expect(rotate.code, 'a public client gets no secret by rotation either').not.toBe(0);
+    expect(rotate.stdout).not.toMatch(/client_secret/);
   });
 
   it('creates a confidential client with its secret, and updates its redirect URIs (audited)', async () => {
