@@ -68,6 +68,12 @@ export function weakSecretReason(secret: string): string | null {
 /** The embedded database's default shared_buffers: PGlite's own (128MB) is resident once filled, and a small service never needs it. */
 export const EMBEDDED_SHARED_BUFFERS = '16MB';
 
+/** https, or http on localhost: what browsers call a secure context, where WebAuthn runs. */
+function isSecureOrigin(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(hostname) || hostname.endsWith('.localhost');
+}
+
 /** Every configuration key of the service; `.env.example` mirrors this list. */
 export const configSchema = z.object({
   /** development | production | test; production turns on Secure cookies, the SSRF guard and requires JWT_SECRET. */
@@ -179,7 +185,11 @@ export const configSchema = z.object({
   SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/ }).optional()),
   /** The From address of mail this service sends. */
   MAIL_FROM: z.string().min(3).default('Auth Service <no-reply@localhost>'),
-  /** This service's address as users reach it (links in mail); default http://localhost:PORT outside production, required with SMTP_URL in production. */
+  /**
+   * This service's address as users reach it (links in mail; the passkeys' RP ID is its host and
+   * their origin its origin); default http://localhost:PORT. Required with SMTP_URL in
+   * production, and there https unless on localhost.
+   */
   PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /**
    * The OpenID Connect signing keys (docs/openid-connect.md): a JWK set (`{"keys":[...]}`), one
@@ -229,6 +239,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (!config.SESSION_SECRET) throw new ConfigError('Invalid configuration: SESSION_SECRET: required when NODE_ENV=production');
     // a reset link must never be built from a request's Host header (reset poisoning)
     if (config.SMTP_URL && !config.PUBLIC_URL) throw new ConfigError('Invalid configuration: PUBLIC_URL: required with SMTP_URL when NODE_ENV=production');
+    // passkeys are bound to PUBLIC_URL's origin, and browsers offer WebAuthn only in a secure context
+    if (config.PUBLIC_URL && !isSecureOrigin(config.PUBLIC_URL)) {
+      throw new ConfigError('Invalid configuration: PUBLIC_URL: must be https when NODE_ENV=production (passkeys need a secure origin), except on localhost');
+    }
     // a previous key verifies as the current one does (and a rotation's first step lists the new key there)
     const keys = {
       JWT_SECRET: [config.JWT_SECRET], SESSION_SECRET: [config.SESSION_SECRET],

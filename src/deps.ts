@@ -12,6 +12,7 @@ import { createOidcService } from './oidc/service.ts';
 import { afterCommitOf } from './db/db.ts';
 import { createSsoService } from './sso/service.ts';
 import { createUserService } from './users/service.ts';
+import { createPasskeyService } from './passkeys/service.ts';
 import { createOutbox, type EventOutbox } from './webhooks/events.ts';
 import { createWebhookService } from './webhooks/service.ts';
 
@@ -60,6 +61,7 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
     mailer,
     passwords: createPasswordService({ ...deps, auth, mailer }),
     sessions: createSessionService(deps),
+    passkeys: createPasskeyService(deps, auth),
   };
 }
 

@@ -5,11 +5,12 @@ import { accountLocked, attemptsLeft, CountedFailure, LockingFailure, refuseWhil
 import { findLoginUser, type LoginUser, recordLoginFailure } from './queries.ts';
 
 /** Where a sign-in or sign-out came from, for the audit log. */
-export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor' | 'oidc';
+export type AuthChannel = 'api' | 'page' | 'api_token' | 'client' | 'password_change' | 'totp_enable' | 'two_factor' | 'oidc' | 'passkey_add';
 
 /** A sign-in attempt as the routes hand it over. */
 export interface LoginInput {
   login: string;
+  /** A passkey sign-in has none (src/passkeys/service.ts). */
   password: string;
   totp?: string;
   ipAddress: string;
@@ -18,7 +19,9 @@ export interface LoginInput {
 }
 
 /** Why a failed attempt failed (audit log and user.login_failed only; never told to the caller). */
-export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked';
+export type FailureReason = 'unknown_user' | 'invalid_password' | 'user_inactive' | 'invalid_totp' | 'account_locked'
+  /** A passkey's assertion the WebAuthn check refused (src/passkeys/service.ts). */
+  | 'invalid_passkey';
 
 /**
  * The reason as /metrics shows it. That endpoint is on a listener of its own (METRICS_PORT,

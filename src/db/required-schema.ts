@@ -94,4 +94,11 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
     unique: [['pk']],
   },
   webhook_attempts: { columns: ['id', 'delivery_id', 'attempt', 'at', 'status_code', 'error', 'duration_ms'], privileges: READ_WRITE },
+  // migrations/0026: passkeys and the single-use challenges of their ceremonies
+  passkeys: {
+    columns: ['id', 'user_id', 'credential_id', 'public_key', 'counter', 'transports', 'name', 'created_at', 'last_used_at'],
+    privileges: READ_WRITE,
+    unique: [['id'], ['credential_id']],
+  },
+  webauthn_challenges: { columns: ['challenge', 'purpose', 'user_id', 'created_at', 'expires_at'], privileges: READ_WRITE, unique: [['challenge']] },
 };

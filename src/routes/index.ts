@@ -1,5 +1,6 @@
 import { ADMIN_API_ROUTES } from '../admin/api-routes.ts';
 import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
+import { ADMIN_PASSKEY_ROUTES } from '../admin/passkey-routes.ts';
 import { AUTH_ROUTES } from '../auth/routes.ts';
 import { HEALTH_ROUTES } from '../health/routes.ts';
 import { LINK_ROUTES } from '../links/routes.ts';
@@ -8,6 +9,7 @@ import { OPENAPI_ROUTES } from '../openapi/routes.ts';
 import { ACCOUNT_PAGE_ROUTES } from '../pages/account-routes.ts';
 import { OIDC_PAGE_ROUTES } from '../pages/oidc-routes.ts';
 import { PAGE_ROUTES } from '../pages/routes.ts';
+import { PASSKEY_ROUTES } from '../passkeys/routes.ts';
 import { SSO_ROUTES } from '../sso/routes.ts';
 import { USER_ROUTES } from '../users/routes.ts';
 import { WEBHOOK_ROUTES } from '../webhooks/routes.ts';
@@ -27,7 +29,9 @@ export const ROUTES: readonly AnyRoute[] = [
   ...AUTH_ROUTES,
   ...USER_ROUTES,
   ...WEBHOOK_ROUTES,
+  ...PASSKEY_ROUTES,
   ...ADMIN_API_ROUTES,
+  ...ADMIN_PASSKEY_ROUTES,
   ...PAGE_ROUTES,
   ...OIDC_PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
