@@ -1,4 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import type { RouteServices } from './routes/declare.ts';
@@ -23,6 +24,8 @@ import { mountRoutes } from './routes/mount.ts';
 
 export const VIEWS_DIR = fileURLToPath(new URL('../views/', import.meta.url));
 export const PUBLIC_DIR = fileURLToPath(new URL('../public/', import.meta.url));
+/** The browser half of SimpleWebAuthn, served from the package's own bundle (no CDN: the pages' CSP allows scripts from here only). */
+export const WEBAUTHN_BROWSER_DIR = path.join(path.dirname(fileURLToPath(import.meta.resolve('@simplewebauthn/browser'))), '..', 'dist', 'bundle');
 
 /** The largest JSON body accepted (16 KiB): a larger one is 413. */
 const JSON_BODY_LIMIT = 16 * 1024;
@@ -65,6 +68,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(logRequest);
   app.use(timeRequest);
   app.use(securityHeaders);
+  app.use('/assets/vendor/simplewebauthn', express.static(WEBAUTHN_BROWSER_DIR, { index: false, maxAge: '1h' }));
   app.use('/assets', express.static(PUBLIC_DIR, { index: false, maxAge: '1h' })); // before sessions: assets need none
 
   app.use('/api', requireJsonBody);

@@ -1,6 +1,7 @@
 import { html, pageError, redirect } from '../openapi/operation.ts';
 import { handlersFrom, route, type Route } from '../routes/declare.ts';
 import { auditQuery } from './schemas.ts';
+import { userPasskeyParams } from '../passkeys/schemas.ts';
 import { activeForm, clientCreateForm, clientForm, confirmForm, linkApproveForm, regenerateForm, userCreateForm, userEditForm, userPasswordForm, webhookEditForm, webhookForm } from './form-schemas.ts';
 import { clientPanel } from './panel-clients.ts';
 import { backWithError } from './panel-common.ts';
@@ -116,6 +117,13 @@ export const ADMIN_PANEL_ROUTES = [
     method: 'post', path: '/admin/users/:id/reset-2fa', summary: 'Turn two-factor authentication off', responses: { ...formDone('the user'), 404: pageError('No such user') },
     bodyType: 'form',
     handle: users.handle((h) => h.resetTwoFactor),
+    onError: () => back(user),
+  }),
+  panel({
+    method: 'post', path: '/admin/users/:id/passkeys/:passkeyId/remove', summary: 'Remove one of a user\'s passkeys',
+    responses: { ...formDone('the user'), 404: pageError('No such user or passkey') },
+    bodyType: 'form', params: userPasskeyParams,
+    handle: users.handle((h) => h.removePasskey),
     onError: () => back(user),
   }),
   panel({

@@ -11,6 +11,8 @@ import { idParam } from '../http/params.ts';
 import { activeForm, userCreateForm, userEditForm, userPasswordForm } from './form-schemas.ts';
 import { checked, editedFields, refusedEdit, refusedForm, renderAdmin } from './panel-common.ts';
 import type { UserAdmin } from './users.ts';
+import type { PasskeyService } from '../passkeys/service.ts';
+import { passkeyParams } from '../passkeys/schemas.ts';
 
 /** Roles offered in the panel's select; a user's other role (set over the API) is kept and shown too. */
 export const PANEL_ROLES = ['user', 'admin'];
@@ -19,8 +21,8 @@ export const PANEL_ROLES = ['user', 'admin'];
 const PROFILE_FIELDS = ['email', 'full_name', 'role'] as const;
 
 /** The panel's user pages: list and search (with links awaiting approval), create, detail (edit, activate, unlock, reset 2FA, links). */
-export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps: { logger: Logger } }) {
-  const { userAdmin, links } = deps;
+export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; passkeys: Pick<PasskeyService, 'list' | 'remove'>; deps: { logger: Logger } }) {
+  const { userAdmin, links, passkeys } = deps;
   const { logger } = deps.deps;
   const detailUrl = (id: number) => `/admin/users/${id}`;
 
@@ -55,7 +57,7 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps
     const saved = { email: user.email, full_name: user.full_name ?? '', role: user.role };
     // a refused profile form shows what was typed, so it can be corrected (refusedEdit)
     const { form, shown } = posted ? refusedEdit(PROFILE_FIELDS, posted, saved, refused) : { form: saved, shown: saved };
-    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, shown, links: await userAdmin.links(id), roles },
+    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, shown, links: await userAdmin.links(id), roles, passkeys: await passkeys.list(id) },
       refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -102,6 +104,16 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps
     res.redirect(303, detailUrl(id));
   };
 
+  /** Removes one of the user's passkeys (audited as passkey.removed, the administrator named); their password still signs them in. */
+  const removePasskey: RequestHandler = async (req, res) => {
+    const id = idParam(req);
+    const user = await userAdmin.get(id);
+    const { passkeyId } = passkeyParams.parse({ passkeyId: req.params.passkeyId });
+    await passkeys.remove(user, passkeyId, { actor: actorOf(req, res, 'admin_panel') });
+    flashNext(req, { type: 'success', text: `The passkey was removed; ${user.username} can no longer sign in with it.` });
+    res.redirect(303, detailUrl(id));
+  };
+
   /**
    * Sets a user's password. An administrator setting their own stays signed in here, under a
    * new session id, while every other session of theirs ends (as /account/password does), and
@@ -132,5 +144,5 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; deps
     res.redirect(303, detailUrl(id));
   };
 
-  return { list, showNew, create, createFailed, show, update, updateFailed, setActive, unlock, resetTwoFactor, setPassword };
+  return { list, showNew, create, createFailed, show, update, updateFailed, setActive, unlock, resetTwoFactor, removePasskey, setPassword };
 }

@@ -9,6 +9,7 @@ import { normalizeUsername } from '../validation/username.ts';
 import { demoBanner, demoBaseUrl, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
+import { listPasskeysCommand, removePasskeyCommand } from './passkey-commands.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -49,6 +50,8 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
                              set a password (the policy applies); signs the user out everywhere
   user set-active USERNAME true|false
   user unlock USERNAME
+  user passkeys USERNAME     list a user's passkeys (id, name, created, last used)
+  user remove-passkey USERNAME ID   remove one; the user keeps their password
   link list [--status pending|active] [--client CLIENT_ID]
   link approve USERNAME CLIENT_ID [--name NAME]
                              prove a user's pending dashboard link: its name goes into tokens
@@ -68,7 +71,7 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
  */
 export function readOnlyCommand(args: ParsedArgs): boolean {
   const key = args.words.slice(0, 2).join(' ');
-  return key === 'client list' || key === 'link list' || (key === 'prune' && args.options['dry-run'] === true);
+  return key === 'client list' || key === 'link list' || key === 'user passkeys' || (key === 'prune' && args.options['dry-run'] === true);
 }
 
 function required(args: ParsedArgs, name: string): string {
@@ -255,6 +258,11 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         text: r.exists ? (r.cleared ? `${r.username} is unlocked` : `${r.username} was not locked`)
           : `No user is named ${r.username}; ${r.cleared ? 'failed sign-ins under that name were cleared' : 'no failed sign-ins were counted under that name'}`,
       };
+    }
+    case 'user passkeys': return listPasskeysCommand(services, rest[0] ?? usage('user passkeys USERNAME'));
+    case 'user remove-passkey': {
+      if (!rest[0] || !rest[1]) usage('user remove-passkey USERNAME ID');
+      return removePasskeyCommand(services, rest[0], rest[1]);
     }
     case 'link list': {
       const status = args.options.status;

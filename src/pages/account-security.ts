@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { lockWarning } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
+import { MAX_PASSKEYS, type PasskeyService } from '../passkeys/service.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { credentialOf } from '../auth/guards.ts';
 import { AppError } from '../http/errors.ts';
@@ -8,7 +9,7 @@ import { input } from '../http/validate.ts';
 import type { UserRecord } from '../users/user.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { type FlashMessage, flashNext, renderPage } from './render.ts';
-import { securityCodeSchema, securityEnableSchema } from './schemas.ts';
+import { passkeyRemoveParams, securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
 declare module 'express-session' {
   interface SessionData {
@@ -62,7 +63,7 @@ function qrImage(svg: string): string {
  * and off (with a code or a recovery code). Every step goes through the same two-factor
  * service as POST /api/user/2fa/*, so audit entries and user.2fa_enabled are the same.
  */
-export function accountSecurityHandlers(deps: { auth: AuthService }) {
+export function accountSecurityHandlers(deps: { auth: AuthService; passkeys: Pick<PasskeyService, 'list' | 'remove'> }) {
   const { twoFactor } = deps.auth;
 
   async function render(req: Request, res: Response, options: { status?: number; form?: CodeForm; error?: unknown; revealed?: Revealed; flash?: FlashMessage[] } = {}) {
@@ -81,8 +82,11 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
       : aboutPassword ? (err.code === 'invalid_credentials' ? wrongPassword(err) : err.code === 'validation_error' ? 'Enter your current password.' : err.message)
       : options.form === 'enable' && err.code === 'invalid_totp' ? `${ENABLE_INVALID}${lockWarning(err)}`
       : CODE_MESSAGES[err.code] ? `${CODE_MESSAGES[err.code]}${lockWarning(err)}` : err.message;
+    const passkeys = await deps.passkeys.list(user.id);
     renderPage(req, res, 'account-security', {
       nav: 'security',
+      passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, created: shownTime(p.created_at), lastUsed: p.last_used_at ? shownTime(p.last_used_at) : null })),
+      passkeyMax: MAX_PASSKEYS,
       totpEnabled: status.totp_enabled,
       recoveryCodesLeft: status.recovery_codes_left,
       pending: pending ? { secret: pending.secret, uri: pending.otpauth_uri, qr: qrImage(pending.qr_svg) } : null,
@@ -140,6 +144,14 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     res.redirect(303, SECURITY_PATH);
   };
 
+  /** Removes one of the user's passkeys (audited as passkey.removed); back to the page, which no longer lists it. */
+  const removePasskey: RequestHandler = async (req, res) => {
+    const { passkeyId } = passkeyRemoveParams.parse(req.params);
+    await deps.passkeys.remove(res.locals.user as UserRecord, passkeyId, { ...context(req), via: 'page' });
+    flashNext(req, { type: 'success', text: 'The passkey was removed. It can no longer be used to sign in.' });
+    res.redirect(303, `${SECURITY_PATH}#passkeys`);
+  };
+
   /**
    * A refused form stays on the page (400 or 409) with the field marked; a stale or forged
    * form (CSRF) gets the error page and changes nothing.
@@ -160,7 +172,12 @@ export function accountSecurityHandlers(deps: { auth: AuthService }) {
     render(req, res, { status: err.status, form: form ?? undefined, error: err }).catch(next);
   };
 
-  return { show, setup, enable, regenerate, disable, failed };
+  return { show, setup, enable, regenerate, disable, removePasskey, failed };
+}
+
+/** A time as the page shows it: UTC, to the minute. */
+function shownTime(at: Date): string {
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
 /** Field errors other than the code and the password, which the forms mark under their own names. */

@@ -6,7 +6,7 @@ import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
-import { DASHBOARD_HANDOFF_MS, sendToClient } from './login.ts';
+import { DASHBOARD_HANDOFF_MS, sendToClient } from './sign-in-completion.ts';
 import { signInRedirect } from './login-target.ts';
 import { fieldErrorsOf } from './field-errors.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';

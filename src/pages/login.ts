@@ -1,20 +1,22 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { lockWarning, PasswordChangeRequired } from '../auth/login-errors.ts';
 import type { AuthService } from '../auth/service.ts';
-import { beginPasswordChange, endSession, establishSession, signOutPreviousUser } from '../auth/session.ts';
+import { beginPasswordChange, endSession, signOutPreviousUser } from '../auth/session.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
-import { callbackWithToken } from '../clients/callback.ts';
-import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { LinkService } from '../links/service.ts';
+import type { PasskeyService } from '../passkeys/service.ts';
+import type { SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from '../validation/logo-url.ts';
 import { destinationHost, formOf, formTargetsOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
 import { loginFormSchema } from './schemas.ts';
+import { completeSignIn, continueSignedIn } from './sign-in-completion.ts';
+import { passkeyAssertion } from './passkey-form.ts';
 
 /** The messages of the sign-in page. One generic message for every wrong login or password. */
 const MESSAGES = {
@@ -25,6 +27,7 @@ const MESSAGES = {
   expired: 'Your sign-in took too long. Please enter your username and password again.',
   missingFields: 'Enter your username and password.',
   missingCode: 'Enter the code from your authenticator app.',
+  passkeyRefused: 'That passkey could not be used to sign in. Try again, or sign in with your username and password.',
 };
 
 function requestContext(req: Request) {
@@ -66,87 +69,16 @@ function renderLogin(
   });
 }
 
-/**
- * Sends the signed-in browser on: for a client system, a fresh single-use token and a 303 to
- * its registered callback (never a URL from the request). A browser whose session ended
- * while the token was being issued (signed out in another tab, or everywhere) gets no
- * token: it goes to the sign-in page for that client system instead.
- */
-export async function sendToClient(
-  req: Request,
-  res: Response,
-  sso: Pick<SsoService, 'issueForUser'>,
-  client: ClientRecord,
-  user: UserRecord,
-  options: { state?: string; twoFactorUsed: boolean; claimUsername?: string; flow: string; idpInitiated?: boolean },
-): Promise<void> {
-  let token: string;
-  try {
-    ({ token } = await sso.issueForUser(client, user, {
-      ...requestContext(req),
-      flow: options.flow,
-      twoFactorUsed: options.twoFactorUsed,
-      claimUsername: options.claimUsername,
-      // the client system's logout with this token ends this browser's session (POST /api/sso/logout)
-      sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
-    }));
-  } catch (err) {
-    if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
-    return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
-  }
-  // the token is in the URL: no cache may keep this answer, no Referer may carry it on
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  // a sign-in the client did not start carries no state: `idp_initiated=1` says so, for the
-  // SDK (handleCallback's acceptIdpInitiated, docs/sdk.md) and any client that checks state
-  const url = callbackWithToken(client.callback_url, token, options.state);
-  res.redirect(303, options.idpInitiated ? `${url}&idp_initiated=1` : url);
-}
-
-/** How long a dashboard one-click sign-in waits for the client's own sign-in to arrive. */
-export const DASHBOARD_HANDOFF_MS = 5 * 60_000;
-
 /** GET/POST /sso/login (client systems) and /login (this service's dashboard); GET /sso/logout. */
-export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links: Pick<LinkService, 'find'> }) {
-  const { auth, sso, links } = deps;
-
-  /**
-   * The sign-in a client started from its initiate-login URL, sent there by the dashboard's
-   * one-click sign-in moments ago (used once): as the dashboard's own, the token carries the
-   * user's active link name at that client.
-   */
-  async function dashboardHandoff(req: Request, client: ClientRecord, user: UserRecord): Promise<{ flow: string; claimUsername?: string } | null> {
-    const handoff = req.session?.dashboardSignIn;
-    if (!handoff || handoff.clientId !== client.client_id) return null;
-    delete req.session.dashboardSignIn;
-    if (handoff.until < Date.now()) return null;
-    const link = await links.find(user.id, client.client_id);
-    return { flow: 'dashboard', ...(link?.status === 'active' ? { claimUsername: link.external_username } : {}) };
-  }
-
-  /**
-   * Where every sign-in ends, whichever way the user proved who they are (the password form
-   * here, its two-factor step, a session already signed in, and any other way of signing in
-   * to this page): a client system gets its single-use token, an OpenID Connect authorization
-   * request its finished interaction, this service's own pages the browser.
-   */
-  async function completeSignIn(req: Request, res: Response, target: LoginTarget, user: UserRecord, twoFactorUsed: boolean) {
-    if (target.kind === 'client') {
-      const handoff = await dashboardHandoff(req, target.client, user);
-      await sendToClient(req, res, sso, target.client, user, { state: target.state, twoFactorUsed, flow: 'browser', ...handoff });
-    } else if (target.kind === 'oidc') {
-      await target.finish(req, res, user);
-    } else {
-      res.redirect(303, target.next);
-    }
-  }
+export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links: Pick<LinkService, 'find'>; passkeys: Pick<PasskeyService, 'signIn'> }) {
+  const { auth, sso, links, passkeys } = deps;
 
   /** The form, unless this browser is signed in already: then on at once (single sign-on). */
   const show: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const user = res.locals.authMethod === 'session' ? (res.locals.user as UserRecord | undefined) : undefined;
     // prompt=login and an exceeded max_age ask for the password again, signed in or not
-    if (user && !(target.kind === 'oidc' && target.forceLogin)) return completeSignIn(req, res, target, user, req.session.twoFactorUsed === true);
+    if (user && !(target.kind === 'oidc' && target.forceLogin)) return continueSignedIn(req, res, { sso, links }, target, user, req.session.twoFactorUsed === true);
     renderLogin(req, res, target, { step: 'password' });
   };
 
@@ -177,7 +109,10 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     const form = input(res, loginFormSchema);
     const ctx = { ...requestContext(req), via: 'page' as const };
     let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
-    if (form.step === 'password') {
+    if (form.step === 'passkey') {
+      // a user-verified passkey is both factors: no code is asked for (src/passkeys/service.ts)
+      result = await passkeys.signIn(passkeyAssertion(form.passkey), ctx);
+    } else if (form.step === 'password') {
       try {
         result = await auth.login({ login: form.login, password: form.password, ...ctx });
       } catch (err) {
@@ -193,9 +128,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
       }
       result = await auth.login({ login: pending.login, password: pending.password, totp: form.code, ...ctx });
     }
-    await signOutPreviousUser(req, auth, result.user, ctx);
-    await establishSession(req, result.user, { twoFactorUsed: result.twoFactorUsed, credentialsVersion: result.credentialsVersion });
-    await completeSignIn(req, res, target, result.user, result.twoFactorUsed);
+    await completeSignIn(req, res, { auth, sso, links }, target, result);
   };
 
   /**
@@ -221,13 +154,16 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     const warning = lockWarning(err);
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
+      case 'passkey_refused': return again(MESSAGES.passkeyRefused + warning, false);
       case 'invalid_totp': return again(MESSAGES.invalidCode + warning, true);
       case 'totp_reused': return again(MESSAGES.reusedCode + warning, true);
       // the locking attempt is its own refusal above, with the service's "now locked for 30 minutes"
       case 'account_locked': return again(err.message, false);
       case 'rate_limited': return again(MESSAGES.rateLimited, true);
       case 'invalid_csrf_token': return again(err.message, false);
-      case 'validation_error': return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);
+      case 'validation_error':
+        if (body.step === 'passkey') return again(MESSAGES.passkeyRefused, false);
+        return again(body.step === 'totp' ? MESSAGES.missingCode : MESSAGES.missingFields, true);
       default: return next(err);
     }
   };
@@ -244,5 +180,5 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     renderPage(req, res, 'signed-out', {}, { csrf: false });
   };
 
-  return { show, submit, failed, logout, completeSignIn };
+  return { show, submit, failed, logout };
 }

@@ -4,7 +4,7 @@ import { loginHandlers } from './login.ts';
 import { oidcTarget } from './oidc-interaction.ts';
 import { loginFormSchema } from './schemas.ts';
 
-const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, links: s.links }));
+const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, links: s.links, passkeys: s.passkeys }));
 
 /**
  * The sign-in page of an OpenID Connect authorization request (docs/openid-connect.md): the

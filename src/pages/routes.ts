@@ -5,9 +5,9 @@ import { dashboardHandlers } from './dashboard.ts';
 import { demoCallback } from './demo.ts';
 import { loginHandlers } from './login.ts';
 import { clientTarget, serviceTarget } from './login-target.ts';
-import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, securityCodeSchema, securityEnableSchema } from './schemas.ts';
+import { clientFormSchema, clientLoginQuerySchema, linkFormSchema, loginFormSchema, passkeyRemoveParams, securityCodeSchema, securityEnableSchema } from './schemas.ts';
 
-const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, links: s.links }));
+const login = handlersFrom((s) => loginHandlers({ auth: s.auth, sso: s.sso, links: s.links, passkeys: s.passkeys }));
 const dashboard = handlersFrom((s) => dashboardHandlers({ ...s, publicUrl: s.deps.config.PUBLIC_URL }));
 const security = handlersFrom((s) => accountSecurityHandlers(s));
 const demo = handlersFrom((s) => ({ callback: demoCallback({ dataDir: s.deps.config.DATA_DIR }) }));
@@ -152,6 +152,13 @@ export const PAGE_ROUTES = [
     responses: { 303: redirect('To /account/security'), ...codeRefused, ...codeLocked },
     handle: security.handle((h) => h.disable),
     onError: security.onError((h) => h.failed('disable')),
+  }),
+  route({
+    method: 'post', path: '/account/security/passkeys/:passkeyId/remove', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form', params: passkeyRemoveParams,
+    summary: 'Remove one of the user\'s passkeys (as DELETE /api/user/passkeys/:passkeyId); adding one is the page\'s script, through the JSON ceremony (POST /api/passkeys/registration/*)',
+    responses: { 303: redirect('To /account/security#passkeys'), 403: pageError('Missing or wrong CSRF token'), 404: html('No such passkey: the page again, saying so') },
+    handle: security.handle((h) => h.removePasskey),
+    onError: security.onError((h) => h.failed(null)),
   }),
   route({
     method: 'get', path: '/demo/callback', tag: 'Pages', access: 'page', limit: 'none',

@@ -16,7 +16,8 @@ export const clientLoginTargetSchema = clientLoginQuerySchema;
 
 /**
  * The sign-in form: first step login + password, second step the two-factor code with the
- * key of the pending sign-in (see pending-login.ts). `_csrf` is checked before this.
+ * key of the pending sign-in (see pending-login.ts); or, in one step, a passkey's assertion.
+ * `_csrf` is checked before this.
  */
 export const loginFormSchema = z.discriminatedUnion('step', [
   z.object({
@@ -28,6 +29,11 @@ export const loginFormSchema = z.discriminatedUnion('step', [
     step: z.literal('totp'),
     code: z.string().trim().min(1).max(64),
     pending_key: z.string().min(1).max(100),
+  }),
+  // the passkey's assertion (AuthenticationResponseJSON) as the page's script wrote it (src/pages/passkey-form.ts)
+  z.object({
+    step: z.literal('passkey'),
+    passkey: z.string().min(2).max(12_000),
   }),
 ]);
 export type LoginForm = z.infer<typeof loginFormSchema>;
@@ -57,3 +63,6 @@ export const localNextSchema = z
   .max(200)
   .regex(/^\/(dashboard|admin|account)(\/[A-Za-z0-9._~\-/]*)?(\?[A-Za-z0-9._~\-=&%]*)?$/)
   .refine((v) => !v.includes('//') && !v.includes('/.'));
+
+/** Account security: the passkey a Remove button names in its path. */
+export { passkeyParams as passkeyRemoveParams } from '../passkeys/schemas.ts';

@@ -69,6 +69,9 @@ function kinds(config: PruneConfig): Kind[] {
     // five minutes later, as revoked access tokens do (an instance whose clock is behind).
     { tables: ['oidc_artefacts'], ageSeconds: REVOKED_TOKEN_MARGIN_SECONDS,
       batch: (q, a, n, after) => deleteBatch(q, 'oidc_artefacts', a, n, after), count: (q, a) => countPrunable(q, 'oidc_artefacts', a) },
+    // Passkey challenges that expired unused (a ceremony given up) are worthless: they go at once.
+    { tables: ['webauthn_challenges'], ageSeconds: 0,
+      batch: (q, a, n, after) => deleteBatch(q, 'webauthn_challenges', a, n, after), count: (q, a) => countPrunable(q, 'webauthn_challenges', a) },
   ];
 }
 

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 
 /** The tables the pruner deletes from. */
-export const PRUNED_TABLES = ['sso_tokens', 'webhook_deliveries', 'webhook_attempts', 'audit_log', 'login_attempts', 'sessions', 'revoked_access_tokens', 'totp_pending', 'oidc_artefacts'] as const;
+export const PRUNED_TABLES = ['sso_tokens', 'webhook_deliveries', 'webhook_attempts', 'audit_log', 'login_attempts', 'sessions', 'revoked_access_tokens', 'totp_pending', 'oidc_artefacts', 'webauthn_challenges'] as const;
 export type PrunedTable = (typeof PRUNED_TABLES)[number];
 
 /** Rows deleted (or that would be) per table. */
@@ -49,6 +49,8 @@ export const SIMPLE_TARGETS = {
   // an expired two-factor setup is never read (src/auth/totp-pending-queries.ts)
   totp_pending: { table: 'totp_pending', key: 'owner', time: 'expires_at', where: 'true' },
   oidc_artefacts: { table: 'oidc_artefacts', key: 'pk', time: 'expires_at', where: 'true' },
+  // a passkey ceremony's challenge past its expiry is refused anyway (src/passkeys/queries.ts takeChallenge)
+  webauthn_challenges: { table: 'webauthn_challenges', key: 'challenge', time: 'expires_at', where: 'true' },
 } satisfies Record<string, SimpleTarget>;
 
 export type SimpleTargetName = keyof typeof SIMPLE_TARGETS;

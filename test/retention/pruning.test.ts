@@ -7,7 +7,7 @@ import { makeClient, makeUser } from '../helpers/factories.ts';
 import { attemptCount, present, seed, SEEDED_COUNTS, sorted } from './support.ts';
 
 /** Every pruned table with no rows deleted. */
-const NONE = { sso_tokens: 0, webhook_deliveries: 0, webhook_attempts: 0, audit_log: 0, login_attempts: 0, sessions: 0, revoked_access_tokens: 0, totp_pending: 0, oidc_artefacts: 0 };
+const NONE = { sso_tokens: 0, webhook_deliveries: 0, webhook_attempts: 0, audit_log: 0, login_attempts: 0, sessions: 0, revoked_access_tokens: 0, totp_pending: 0, oidc_artefacts: 0, webauthn_challenges: 0 };
 
 const jtiOf = (token: string): string => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).jti;
 
@@ -29,7 +29,7 @@ describe('pruning past retention', () => {
     const rows = await seed(app);
     const report = await prune();
     expect(report).toStrictEqual({ dry_run: false, tables: SEEDED_COUNTS, kept_forever: [], left_to_other_instance: [], not_permitted: [] });
-    expect(await present(app.db, rows.gone)).toStrictEqual({ sso_tokens: [], audit_log: [], webhook_deliveries: [], login_attempts: [], sessions: [], revoked_access_tokens: [], totp_pending: [], oidc_artefacts: [] });
+    expect(await present(app.db, rows.gone)).toStrictEqual({ sso_tokens: [], audit_log: [], webhook_deliveries: [], login_attempts: [], sessions: [], revoked_access_tokens: [], totp_pending: [], oidc_artefacts: [], webauthn_challenges: [] });
     expect(await present(app.db, rows.kept)).toStrictEqual(sorted(rows.kept));
     expect(await attemptCount(app.db, rows.gone.webhook_deliveries), 'attempts go with their delivery').toBe(0);
     expect(await attemptCount(app.db, rows.kept.webhook_deliveries), 'a pending delivery keeps its attempts').toBe(3);

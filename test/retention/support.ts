@@ -14,7 +14,7 @@ export interface Seeded {
 
 /** What a pass with the default retentions deletes of one `seed`. */
 export const SEEDED_COUNTS = {
-  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, totp_pending: 1, oidc_artefacts: 1,
+  sso_tokens: 4, webhook_deliveries: 2, webhook_attempts: 6, audit_log: 1, login_attempts: 2, sessions: 1, revoked_access_tokens: 1, totp_pending: 1, oidc_artefacts: 1, webauthn_challenges: 1,
 };
 
 /**
@@ -93,6 +93,14 @@ export async function seed(app: TestApp): Promise<Seeded> {
     await db.query(`INSERT INTO oidc_artefacts (pk, model, payload, account_id, expires_at) VALUES ($1, 'RefreshToken', '{}', $2, now() + $3::interval)`, [pk, String(user.id), expiresIn]);
     return pk;
   };
+  // a passkey ceremony's challenge (migrations/0026): worthless once expired
+  const challenge = async (expiresIn: string) => {
+    const value = randomUUID().replaceAll('-', '') + randomUUID().replaceAll('-', '');
+    await db.query(
+      `INSERT INTO webauthn_challenges (challenge, purpose, created_at, expires_at)
+       VALUES ($1, 'authentication', now() + $2::interval - interval '5 minutes', now() + $2::interval)`, [value, expiresIn]);
+    return value;
+  };
 
   const gone = {
     sso_tokens: [
@@ -106,6 +114,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     revoked_access_tokens: [await revoked('-10 minutes')],
     totp_pending: [await setup('-1 second')],
     oidc_artefacts: [await artefact('-10 minutes')],
+    webauthn_challenges: [await challenge('-1 minute')],
   };
   const kept = {
     sso_tokens: [
@@ -124,6 +133,7 @@ export async function seed(app: TestApp): Promise<Seeded> {
     revoked_access_tokens: [await revoked('10 minutes'), await revoked('-1 minute')],
     totp_pending: [await setup('5 minutes')],
     oidc_artefacts: [await artefact('10 minutes'), await artefact('-1 minute')],
+    webauthn_challenges: [await challenge('4 minutes')],
   };
   return { gone, kept };
 }
@@ -137,6 +147,7 @@ const KEYS: Record<string, [string, string]> = {
   revoked_access_tokens: ['revoked_access_tokens', 'jti'],
   totp_pending: ['totp_pending', 'owner'],
   oidc_artefacts: ['oidc_artefacts', 'pk'],
+  webauthn_challenges: ['webauthn_challenges', 'challenge'],
 };
 
 /** Which of `keys` (per table) are still in the database, per table. */
