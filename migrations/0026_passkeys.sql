@@ -7,7 +7,8 @@ CREATE TABLE passkeys (
   user_id       integer NOT NULL REFERENCES users (id) ON DELETE CASCADE,
   -- the credential id as the browser names it: base64url, as WebAuthn's JSON forms carry it
   credential_id text NOT NULL UNIQUE
-                CONSTRAINT passkeys_credential_id_valid CHECK (credential_id ~ '^[A-Za-z0-9_-]{16,1366}$'),
+                CONSTRAINT passkeys_credential_id_valid CHECK (
+                  char_length(credential_id) BETWEEN 16 AND 1366 AND credential_id ~ '^[A-Za-z0-9_-]+$'),
   -- the COSE public key the credential signs with
   public_key    bytea NOT NULL CONSTRAINT passkeys_public_key_valid CHECK (octet_length(public_key) BETWEEN 16 AND 4096),
   -- the authenticator's signature counter (32 bits; 0 for authenticators that keep none)

@@ -29,9 +29,10 @@ export interface TestApp {
   metrics: ReturnType<typeof client>;
   /**
    * Serves the app on a loopback port and returns its base URL (for a browser or a client
-   * that needs a real URL); the same URL on later calls. `close` stops it.
+   * that needs a real URL); the same URL on later calls. `close` stops it. `port`: that port
+   * (a test whose PUBLIC_URL must name it, as passkeys' origin does), else any free one.
    */
-  listen(): Promise<string>;
+  listen(port?: number): Promise<string>;
   /** Stops this instance (server, workers, limiters) and leaves its database open. */
   stop(): Promise<void>;
   /** Stops the instance and drops the database it created. */
@@ -82,11 +83,11 @@ export async function startTestApp(
     databaseUrl: owned?.url ?? options.databaseUrl,
     http: client(instance.app),
     metrics: client(instance.metrics),
-    listen() {
+    listen(port = 0) {
       url ??= new Promise<string>((resolve, reject) => {
         server = createServer(instance.app);
         server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`));
+        server.listen(port, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`));
       });
       return url;
     },
