@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import type { TestApp } from '../helpers/app.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { browserMissing, releaseBrowser, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { expectAccessible, PHONE } from './browser-support.ts';
@@ -130,6 +130,35 @@ describe.skipIf(browserMissing)('passkeys in the browser', () => {
     await expect.poll(() => person.page.locator('.flash, [role="alert"]').first().textContent()).toMatch(/passkey could not be used/i);
   });
 
+  it('refuses an assertion sent twice (its challenge is spent) and one checked against another origin', async () => {
+    const { user, person } = await userWithPasskey();
+    await person.page.goto(`${base}/login`);
+    // an assertion as the sign-in page's script gets it, kept instead of posted
+    const assertion = () => person.page.evaluate(async () => {
+      const answer = await fetch('/api/passkeys/authentication/options', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const lib = (window as unknown as { SimpleWebAuthnBrowser: { startAuthentication(o: unknown): Promise<unknown> } }).SimpleWebAuthnBrowser;
+      return lib.startAuthentication({ optionsJSON: await answer.json() });
+    });
+    const first = await assertion();
+    const used = await app.http.post('/api/passkeys/authentication/verify', { response: first });
+    expect(used.status, used.text).toBe(200);
+    expect(used.body.user.username).toBe(user.username);
+    const replayed = await app.http.post('/api/passkeys/authentication/verify', { response: first });
+    expect(replayed.status).toBe(401);
+    expect(replayed.body.error).toBe('passkey_refused');
+    // the same database, an instance whose PUBLIC_URL (so origin and RP ID) is another
+    const elsewhere = await startTestApp({ PUBLIC_URL: 'https://sso.example.test' }, { db: app.db });
+    try {
+      const refused = await elsewhere.http.post('/api/passkeys/authentication/verify', { response: await assertion() });
+      expect(refused.status).toBe(401);
+      expect(refused.body.error).toBe('passkey_refused');
+    } finally {
+      await elsewhere.stop();
+    }
+    const reasons = (await audit(user.id)).filter((r) => r.action === 'user.login' && r.outcome === 'failure').map((r) => r.details.reason);
+    expect(reasons).toStrictEqual(['invalid_passkey', 'invalid_passkey']);
+  });
+
   it('signs each of two users in as themselves with their own passkeys', async () => {
     const first = await userWithPasskey('First');
     const second = await userWithPasskey('Second');
@@ -140,8 +169,9 @@ describe.skipIf(browserMissing)('passkeys in the browser', () => {
     }
   });
 
-  it('has no axe violations on the sign-in and security pages, at 1280 and 390 pixels', async () => {
+  it('has no axe violations on the sign-in, security and admin user pages, at 1280 and 390 pixels', async () => {
     const user = await makeUser(app);
+    const boss = await makeUser(app, { role: 'admin' });
     for (const size of [{ width: 1280, height: 800 }, PHONE]) {
       const person = await personWithAuthenticator(browser, size);
       await person.page.goto(clientLogin());
@@ -153,6 +183,11 @@ describe.skipIf(browserMissing)('passkeys in the browser', () => {
       await expectAccessible(person.page, `security page, no passkeys, at ${size.width}px`);
       await addPasskey(person.page, base, user.password, `Device ${size.width}`);
       await expectAccessible(person.page, `security page with passkeys at ${size.width}px`);
+      await signOut(person.page, base);
+      await passwordSignIn(person.page, base, boss);
+      await person.page.goto(`${base}/admin/users/${user.id}`);
+      await person.page.getByRole('button', { name: `Remove passkey Device ${size.width}` }).waitFor();
+      await expectAccessible(person.page, `admin user page with passkeys at ${size.width}px`);
       await person.context.close();
     }
   });
