@@ -32,7 +32,7 @@ export const PASSKEY_ROUTES = [
     description: 'The current password is checked as a sign-in checks it (a wrong one counts toward the lock). The options ask for a discoverable credential with user verification; the challenge is good once, for 5 minutes.',
     body: registrationOptionsSchema, example: { current_password: 'correct horse battery' },
     responses: {
-      200: { description: 'PublicKeyCredentialCreationOptionsJSON, for @simplewebauthn/browser startRegistration', schema: ceremonyOptions, example: options },
+      200: { description: 'The creation options as JSON, for startRegistration of @simplewebauthn/browser', schema: ceremonyOptions, example: options },
       400: invalid,
       401: err('Not signed in (`unauthenticated`) or the current password is wrong (`invalid_credentials`, with `attempts_remaining`)', { error: 'invalid_credentials', message: 'Invalid login or password.', attempts_remaining: 4 }),
       409: err('The account has the most passkeys it may have (`passkey_limit`, 10)', { error: 'passkey_limit', message: 'You have 10 passkeys, the most an account may have. Remove one first.' }),
@@ -64,7 +64,7 @@ export const PASSKEY_ROUTES = [
     summary: 'Start a sign-in with a passkey: the options for navigator.credentials.get (no username: discoverable credentials)',
     description: 'User verification required; the challenge is good once, for 5 minutes. The sign-in page uses these too (its button and the username field\'s autofill).',
     bodyOptional: true,
-    responses: { 200: { description: 'PublicKeyCredentialRequestOptionsJSON, for @simplewebauthn/browser startAuthentication', schema: ceremonyOptions, example: options }, 429: limited },
+    responses: { 200: { description: 'The request options as JSON, for startAuthentication of @simplewebauthn/browser', schema: ceremonyOptions, example: options }, 429: limited },
     handle: ({ passkeys }) => async ({ res }) => {
       res.json(await passkeys.authenticationOptions());
     },

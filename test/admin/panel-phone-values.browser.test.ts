@@ -21,7 +21,7 @@ describe.skipIf(browserMissing)('admin pages on a 375 px phone with long names (
     await page.goto(`${await app.listen()}/admin`);
     await page.getByLabel('Username').fill(admin.username);
     await page.getByLabel('Password').fill(admin.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
   });
   afterAll(async () => {
     await releaseBrowser(browser);

@@ -11,7 +11,7 @@ async function signIn(page: Page, app: TestApp, user: { username: string; passwo
   expect(new URL(page.url()).pathname, 'sent to the sign-in page first').toBe('/login');
   await page.getByLabel('Username').fill(user.username);
   await page.getByLabel('Password').fill(user.password);
-  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
 }
 
 /** No WCAG 2 A/AA violations on the page. */

@@ -33,7 +33,7 @@ export async function signInPage(page: Page, baseUrl: string, login: string, pas
   await page.getByLabel('Password').fill(password);
   const [answer] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && ['/login', '/sso/login'].includes(new URL(r.url()).pathname)),
-    clickAndLoad(page, page.getByRole('button', { name: 'Sign in' })),
+    clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true })),
   ]);
   return answer;
 }

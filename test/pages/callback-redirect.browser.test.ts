@@ -50,7 +50,7 @@ describe.skipIf(browserMissing)('a client whose callback redirects to its applic
     await page.goto(`${await app.listen()}/sso/login?client_id=${client.client_id}`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' })).catch(() => {});
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true })).catch(() => {});
     await page.waitForURL(`http://localhost:${port}/home`, { timeout: 20_000 }).catch(() => undefined);
     expect(blocked, 'the browser refused the redirect chain').toStrictEqual([]);
     expect(page.url()).toBe(`http://localhost:${port}/home`);
@@ -67,7 +67,7 @@ describe.skipIf(browserMissing)('a client whose callback redirects to its applic
     await page.goto(`${await app.listen()}/login`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
     await clickAndLoad(page, page.getByRole('button', { name: 'Sign in to Far Shop' })).catch(() => {});
     await page.waitForURL(`http://localhost:${port}/home`, { timeout: 20_000 }).catch(() => undefined);
     expect(blocked, 'the browser refused the redirect chain').toStrictEqual([]);

@@ -37,7 +37,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/your account dashboard/);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Welcome, Grace Hopper');
 
@@ -102,7 +102,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     await page.goto(`${await app.listen()}/login`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
     await page.waitForURL(`${await app.listen()}/dashboard`);
     // a hand-made form for an unlinked system, with a valid CSRF token
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
@@ -122,7 +122,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     expect((await page.locator('.auth__lead').textContent()) ?? '').toMatch(/Demo client system/);
     await page.getByLabel('Username').fill(demo.username);
     await page.getByLabel('Password').fill(demo.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
     await page.waitForURL(`${await app.listen()}/demo/callback?**`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed in as demo');
     expect(await page.getByTestId('demo-username').textContent()).toBe('demo');

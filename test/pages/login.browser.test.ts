@@ -12,7 +12,7 @@ async function signIn(page: Page, login: string, password: string) {
   await page.getByLabel('Password').fill(password);
   const [answer] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/sso/login'),
-    clickAndLoad(page, page.getByRole('button', { name: 'Sign in' })),
+    clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true })),
   ]);
   return answer;
 }
@@ -196,7 +196,7 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     await page.goto(wiki.loginUrl());
     expect(await axeViolations(page)).toStrictEqual([]);
     expect(await page.getByRole('heading', { level: 1 }).count()).toBe(1);
-    expect(await page.getByLabel('Username').getAttribute('autocomplete')).toBe('username');
+    expect(await page.getByLabel('Username').getAttribute('autocomplete')).toBe('username webauthn');
     expect(await page.getByLabel('Password').getAttribute('autocomplete')).toBe('current-password');
 
     // keyboard: the username field has the focus on arrival; Tab walks username, password, button,
@@ -227,7 +227,7 @@ describe.skipIf(browserMissing)('browser single sign-on in Chromium', () => {
     await page.goto(wiki.loginUrl());
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(width <= 390, `page is ${width} px wide`).toBeTruthy();
-    const button = await page.getByRole('button', { name: 'Sign in' }).boundingBox();
+    const button = await page.getByRole('button', { name: 'Sign in', exact: true }).boundingBox();
     expect(button && button.height >= 40, 'a finger-sized button').toBeTruthy();
     expect(await axeViolations(page)).toStrictEqual([]);
     await saveScreenshot(page, 'login-phone-dark');

@@ -84,7 +84,7 @@ describe.skipIf(browserMissing)('forms are sent once, in Chromium', () => {
     await page.goto(`${url}/login`);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
-    const box = (await page.getByRole('button', { name: 'Sign in' }).boundingBox())!;
+    const box = (await page.getByRole('button', { name: 'Sign in', exact: true }).boundingBox())!;
     const field = (await page.getByLabel('Password').boundingBox())!;
     // a moment after the form is sent, the page says whether its button is disabled
     await page.evaluate(() => document.addEventListener('submit', () => setTimeout(() => {
