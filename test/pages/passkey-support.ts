@@ -74,7 +74,7 @@ export async function addPasskey(page: Page, base: string, password: string, nam
   const form = page.locator('[data-passkey-register]');
   await expect.poll(() => form.isVisible(), { timeout: 20_000 }).toBe(true);
   await form.getByLabel('Name for this passkey').fill(name);
-  await form.getByLabel('Your current password').fill(password);
+  await form.getByLabel('Current password, to add a passkey').fill(password);
   await form.getByRole('button', { name: 'Add a passkey' }).click();
   await page.locator('[data-field="passkey-name"]', { hasText: name }).waitFor({ timeout: 30_000 });
 }
