@@ -45,7 +45,7 @@ describe('password forms with PASSWORD_MIN_LENGTH=14', () => {
     expect(field(reset.text, 'new_password')).toContain('minlength="14"');
 
     const create = (await (await signedIn(admin)).get('/admin/users/new')).text;
-    expect(create).toContain('At least 14 characters (PASSWORD_MIN_LENGTH) and at most 72 bytes');
+    expect(create).toContain('At least 14 characters (the minimum this service is set to) and at most 72 bytes');
     expect(field(create, 'password')).toContain('minlength="14"');
     expect(field(create, 'password'), 'a longer one is the server\'s to explain (72 bytes), never cut short by the browser').not.toContain('maxlength="200"');
   });
