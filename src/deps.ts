@@ -1,3 +1,4 @@
+import { createAccessService } from './access/service.ts';
 import { createUserAdmin } from './admin/users.ts';
 import { createAuditLog } from './audit/service.ts';
 import { createPasswordService } from './auth/password-service.ts';
@@ -62,6 +63,7 @@ export function createServices(base: Omit<Deps, 'events' | 'metrics'> & { outbox
     passwords: createPasswordService({ ...deps, auth, mailer }),
     sessions: createSessionService(deps),
     passkeys: createPasskeyService(deps, auth),
+    access: createAccessService(deps),
   };
 }
 

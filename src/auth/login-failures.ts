@@ -16,6 +16,12 @@ export interface LoginInput {
   ipAddress: string;
   userAgent: string | null;
   via: AuthChannel;
+  /**
+   * The client system this sign-in is for (the sign-in page at /sso/login): a user its access
+   * rule does not admit is refused (403 access_denied) once the credentials are right, audited
+   * as a refused sign-in, with no session and no user.login (docs/access.md).
+   */
+  forClient?: { client_id: string; client_name: string };
 }
 
 /** Why a failed attempt failed (audit log and user.login_failed only; never told to the caller). */

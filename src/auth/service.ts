@@ -3,7 +3,8 @@ import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
-import { tokenOwnerForLogout } from '../sso/service.ts';
+import { accessDenied, tokenOwnerForLogout } from '../sso/service.ts';
+import { mayUseClient } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { UserRecord } from '../users/user.ts';
@@ -86,6 +87,14 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         if (now.state !== 'unchanged' || now.mustChange) return now;
         if (code && !(await code.spend(tx))) return { state: 'code_used' as const };
         await resetLoginFailures(tx, login);
+        if (input.forClient && !(await mayUseClient(tx, user.id, input.forClient.client_id))) {
+          // the right credentials for a client system this user may not use: no session, no user.login
+          await writeAudit(tx, {
+            action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: input.ipAddress, userAgent: input.userAgent,
+            clientId: input.forClient.client_id, details: { via: input.via, reason: 'access_denied', two_factor: twoFactorUsed },
+          });
+          return { state: 'access_denied' as const };
+        }
         await writeAudit(tx, {
           action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: input.ipAddress,
           userAgent: input.userAgent, details: { via: input.via, two_factor: twoFactorUsed },
@@ -97,6 +106,7 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         return now;
       });
       if (changed.state === 'code_used') return code!.refuse();
+      if (changed.state === 'access_denied') throw accessDenied(input.forClient!.client_name);
       if (changed.state !== 'unchanged') return fail(login, user, changed.state === 'inactive' ? 'user_inactive' : 'invalid_password', input);
       if (changed.mustChange) return requireChange();
       const { password_hash: _h, totp_secret: _s, totp_last_step: _t, must_change_password: _m, ...record } = user;

@@ -29,6 +29,11 @@ export interface ClientRecord {
   previous_secret_hash: string | null;
   /** When the previous secret stops working; null when there is none (or its grace is over). */
   previous_secret_expires_at: Date | null;
+  /** Who may use it (docs/access.md): users in one of these groups or with one of these roles; both empty: every active user. Sorted. */
+  allow_groups: string[];
+  allow_roles: string[];
+  /** Shown on the dashboard's launcher (false: a machine-only client). */
+  listed: boolean;
   /**
    * The version of the row this record was read from (its xmin): every write to the row, by
    * any means, gives it another. The hot statements write only while the row still has it.

@@ -9,6 +9,7 @@ import type { ClientRecord } from './client.ts';
  */
 const COLUMNS = `client_id, client_name, secret_hash, secret_last4, callback_url, initiate_login_uri, allowed_ips, logo_url, active,
   redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri, created_at, updated_at, xmin::text AS version,
+  allow_groups, allow_roles, listed,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_hash END AS previous_secret_hash,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`;
 
@@ -40,19 +41,28 @@ export async function listClients(q: Queryable): Promise<ClientRecord[]> {
   return (await q.query<ClientRecord>(`SELECT ${COLUMNS} FROM clients ORDER BY created_at, client_id`)).rows;
 }
 
+/** A client's access rule and listing, as written (undefined: unchanged; docs/access.md). */
+export interface AccessPatch {
+  allowGroups?: string[];
+  allowRoles?: string[];
+  listed?: boolean;
+}
+
 export async function insertClient(
   q: Queryable,
   c: {
     clientId: string; clientName: string; secretHash: string; secretLast4: string; callbackUrl: string; allowedIps: string[]; logoUrl?: string | null;
     initiateLoginUri?: string | null;
-  } & OidcFields,
+  } & OidcFields & AccessPatch,
 ): Promise<ClientRecord> {
   const r = await q.query<ClientRecord>(
     `INSERT INTO clients (client_id, client_name, secret_hash, secret_last4, callback_url, allowed_ips, logo_url, initiate_login_uri,
-       redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+       redirect_uris, post_logout_redirect_uris, public, backchannel_logout_uri, allow_groups, allow_roles, listed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13::text[], '{}'), COALESCE($14::text[], '{}'), COALESCE($15::boolean, true))
+     RETURNING ${COLUMNS}`,
     [c.clientId, c.clientName, c.secretHash, c.secretLast4, c.callbackUrl, c.allowedIps, c.logoUrl ?? null, c.initiateLoginUri ?? null,
-      c.redirectUris ?? [], c.postLogoutRedirectUris ?? [], c.public ?? false, c.backchannelLogoutUri ?? null],
+      c.redirectUris ?? [], c.postLogoutRedirectUris ?? [], c.public ?? false, c.backchannelLogoutUri ?? null,
+      c.allowGroups ?? null, c.allowRoles ?? null, c.listed ?? null],
   );
   return r.rows[0];
 }
@@ -82,7 +92,7 @@ export async function updateClientSecret(
 export async function updateClient(
   q: Queryable,
   clientId: string,
-  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null; initiateLoginUri?: string | null } & OidcFields,
+  patch: { clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; logoUrl?: string | null; initiateLoginUri?: string | null } & OidcFields & AccessPatch,
 ): Promise<ClientRecord | null> {
   const r = await q.query<ClientRecord>(
     `UPDATE clients SET
@@ -96,12 +106,16 @@ export async function updateClient(
        post_logout_redirect_uris = COALESCE($11::text[], post_logout_redirect_uris),
        public = COALESCE($12::boolean, public),
        backchannel_logout_uri = CASE WHEN $13::boolean THEN $14::text ELSE backchannel_logout_uri END,
+       allow_groups = COALESCE($15::text[], allow_groups),
+       allow_roles = COALESCE($16::text[], allow_roles),
+       listed = COALESCE($17::boolean, listed),
        updated_at = now()
      WHERE client_id = $1 RETURNING ${COLUMNS}`,
     [clientId, patch.clientName ?? null, patch.callbackUrl ?? null, patch.allowedIps ?? null, patch.active ?? null,
       patch.logoUrl !== undefined, patch.logoUrl ?? null, patch.initiateLoginUri !== undefined, patch.initiateLoginUri ?? null,
       patch.redirectUris ?? null, patch.postLogoutRedirectUris ?? null,
-      patch.public ?? null, patch.backchannelLogoutUri !== undefined, patch.backchannelLogoutUri ?? null],
+      patch.public ?? null, patch.backchannelLogoutUri !== undefined, patch.backchannelLogoutUri ?? null,
+      patch.allowGroups ?? null, patch.allowRoles ?? null, patch.listed ?? null],
   );
   return r.rows[0] ?? null;
 }

@@ -8,7 +8,8 @@ import { generateClientId, generateClientSecret, hashClientSecret, maskSecret, s
 import { createLookupLoader } from '../db/batch.ts';
 import { isUniqueViolation } from '../db/db.ts';
 import { createClientCache } from './cache.ts';
-import { findClient, findClients, insertClient, listClients, type OidcFields, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
+import { checkAccessPatch } from './access-rule.ts';
+import { type AccessPatch, findClient, findClients, insertClient, listClients, type OidcFields, setChangeActor, updateClient, updateClientSecret } from './queries.ts';
 import type { ClientRecord } from './client.ts';
 
 /** A client as shown to administrators: the secret masked. */
@@ -32,6 +33,11 @@ export interface PublicClient {
   updated_at: string;
   /** Until when the secret a rotation replaced still works (ISO 8601); null when none does. */
   previous_secret_expires_at: string | null;
+  /** Who may use it (docs/access.md): both empty, every active user. */
+  allow_groups: string[];
+  allow_roles: string[];
+  /** Shown on the dashboard's launcher. */
+  listed: boolean;
 }
 
 export function toPublicClient(c: ClientRecord): PublicClient {
@@ -51,6 +57,9 @@ export function toPublicClient(c: ClientRecord): PublicClient {
     created_at: new Date(c.created_at).toISOString(),
     updated_at: new Date(c.updated_at).toISOString(),
     previous_secret_expires_at: c.previous_secret_expires_at ? new Date(c.previous_secret_expires_at).toISOString() : null,
+    allow_groups: c.allow_groups,
+    allow_roles: c.allow_roles,
+    listed: c.listed,
   };
 }
 
@@ -208,7 +217,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       input: {
         name: string; callbackUrl: string; allowedIps?: string[]; clientId?: string; allowEverything?: boolean; logoUrl?: string | null;
         initiateLoginUri?: string | null;
-      } & OidcFields,
+      } & OidcFields & AccessPatch,
       actor: Actor,
     ): Promise<{ client: ClientRecord; secret: string }> {
       const callbackUrl = checkCallbackUrl(input.callbackUrl, { production });
@@ -236,6 +245,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
           logoUrl,
           initiateLoginUri,
           ...oidc,
+          ...checkAccessPatch(input),
         });
         events.written(tx); // client.registered, by the trigger
         return created;
@@ -283,7 +293,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
       patch: {
         clientName?: string; callbackUrl?: string; allowedIps?: string[]; active?: boolean; allowEverything?: boolean; logoUrl?: string | null;
         initiateLoginUri?: string | null;
-      } & OidcFields,
+      } & OidcFields & AccessPatch,
       actor: Actor,
       shown?: ShownClient,
     ): Promise<ClientRecord> {
@@ -295,6 +305,7 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
         active: patch.active,
         logoUrl: patch.logoUrl === undefined ? undefined : checkLogoUrl(patch.logoUrl),
         initiateLoginUri: patch.initiateLoginUri === undefined ? undefined : checkInitiateLoginUri(patch.initiateLoginUri, { production }),
+        ...checkAccessPatch(patch),
       };
       // audited by the database (client.update, naming what changed), only when something did
       return refusedAsBadInput(() => db.transaction(async (tx) => {

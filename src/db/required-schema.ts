@@ -51,16 +51,22 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   recovery_codes: { columns: ['id', 'user_id', 'code_hash', 'used_at', 'created_at'], privileges: READ_WRITE },
   clients: {
     columns: ['client_id', 'client_name', 'secret_hash', 'secret_last4', 'callback_url', 'allowed_ips', 'active', 'created_at', 'updated_at',
-      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url', 'initiate_login_uri', 'redirect_uris', 'post_logout_redirect_uris', 'public', 'backchannel_logout_uri'],
+      'previous_secret_hash', 'previous_secret_expires_at', 'logo_url', 'initiate_login_uri', 'redirect_uris', 'post_logout_redirect_uris', 'public', 'backchannel_logout_uri',
+      'allow_groups', 'allow_roles', 'listed'],
     privileges: READ_WRITE,
     // migrations/0002_clients_as_sql.sql (checks, audit, client.registered), 0010 (cache announcements), 0018 and 0019 (the hashes, refused without
-    // repeating them), 0021 (a client's tokens go with it, and keep its name), 0023 (the initiate-login URL)
+    // repeating them), 0021 (a client's tokens go with it, and keep its name), 0023 (the initiate-login URL), 0027 (the access rule)
     triggers: ['clients_before_write', 'clients_after_write', 'clients_notify_change', 'clients_notify_truncate', 'clients_before_previous_secret', 'clients_before_secret_hash',
       'clients_delete_tokens', 'clients_truncate_tokens', 'clients_rename_tokens', 'clients_before_initiate_login_uri',
       // 0024: the OpenID Connect columns' checks and audit
-      'clients_before_write_oidc', 'clients_after_write_oidc'],
+      'clients_before_write_oidc', 'clients_after_write_oidc',
+      // 0027: the access rule checked and audited
+      'clients_before_write_access', 'clients_audit_access'],
     unique: [['client_id']],
   },
+  // migrations/0027: groups (a group a client's rule names is kept) and memberships
+  groups: { columns: ['id', 'name', 'created_at'], privileges: READ_WRITE, triggers: ['groups_keep_named'], unique: [['id'], ['name']] },
+  user_groups: { columns: ['user_id', 'group_id', 'added_at'], privileges: READ_WRITE, unique: [['user_id', 'group_id']] },
   sso_tokens: {
     columns: ['jti', 'user_id', 'client_id', 'username', 'ip_address', 'issued_at', 'expires_at', 'used_at', 'invalidated_at', 'expiry_notified_at', 'session_id',
       'client_created_at'],

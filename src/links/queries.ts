@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { normalizeUsername } from '../validation/username.ts';
+import { admitsSql } from '../access/queries.ts';
 
 /** A link is pending until its client system or an administrator proves it. */
 export type LinkStatus = 'pending' | 'active';
@@ -31,6 +32,7 @@ export interface DashboardSystemRow {
   callback_url: string;
   /** The client's initiate-login URL (migrations/0023), or null. */
   initiate_login_uri: string | null;
+  logo_url: string | null;
   external_username: string | null;
   status: LinkStatus | null;
 }
@@ -44,13 +46,17 @@ const LINK_COLUMNS = 'l.user_id, l.client_id, l.external_username, l.status, l.c
  */
 export const linkNameKey = normalizeUsername;
 
-/** Active client systems, the user's links first, then by name. */
+/**
+ * The launcher's client systems: active, listed, and open to this user by their access rule
+ * (docs/access.md), read now; the user's links first, then by name.
+ */
 export async function dashboardSystems(q: Queryable, userId: number): Promise<DashboardSystemRow[]> {
   const r = await q.query<DashboardSystemRow>(
-    `SELECT c.client_id, c.client_name, c.callback_url, c.initiate_login_uri, l.external_username, l.status
+    `SELECT c.client_id, c.client_name, c.callback_url, c.initiate_login_uri, c.logo_url, l.external_username, l.status
        FROM clients c
+       JOIN users u ON u.id = $1
        LEFT JOIN user_client_links l ON l.client_id = c.client_id AND l.user_id = $1
-      WHERE c.active
+      WHERE c.active AND c.listed AND ${admitsSql('u', 'c')}
       ORDER BY (l.external_username IS NULL), lower(c.client_name), c.client_id`,
     [userId],
   );

@@ -123,7 +123,16 @@ export const publicClient = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   previous_secret_expires_at: z.string().nullable().describe('Until when the secret replaced by the last rotation still works; null when none does'),
+  allow_groups: z.array(z.string()).describe('Users in one of these groups may use it (docs/access.md); with allow_roles empty too: every active user'),
+  allow_roles: z.array(z.string()).describe('Users with one of these roles may use it'),
+  listed: z.boolean().describe('Shown on the dashboard\'s launcher (false: a machine-only client)'),
 }).meta({ id: 'Client' });
+/** One client with how many active users its rule admits. */
+export const clientDetail = publicClient.extend({ admitted_users: z.number().int().describe('Active users the access rule admits now') });
+/** A group with its member count (and, for one group, the members). */
+export const group = z.object({ name: z.string(), members: z.number().int(), created_at: z.string() }).meta({ id: 'Group' });
+export const groupDetail = group.extend({ users: z.array(z.object({ id: z.number().int(), username: z.string() })) });
+export const membership = z.object({ user_id: z.number().int(), group: z.string(), member: z.boolean(), changed: z.boolean() });
 export const createdClient = publicClient.extend({ client_secret: z.string().optional().describe('The plain secret: shown this once; absent for a public client') });
 export const rotatedSecret = z.object({
   client_id: z.string(),
@@ -143,7 +152,11 @@ export const adminUser = z.object({
   must_change_password: z.boolean().describe('The next sign-in must choose a new password'),
   created_at: z.string(),
 }).meta({ id: 'AdminUser' });
-export const adminUserDetail = adminUser.extend({ linked_clients: z.array(z.record(z.string(), z.unknown())) });
+export const adminUserDetail = adminUser.extend({
+  linked_clients: z.array(z.record(z.string(), z.unknown())),
+  groups: z.array(z.string()).describe('The user\'s groups, sorted'),
+  usable_clients: z.array(z.string()).describe('The ids of the active client systems whose access rule admits the user'),
+});
 
 export const auditEntry = z.object({
   id: z.number().int(),

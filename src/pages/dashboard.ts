@@ -9,6 +9,7 @@ import type { UserRecord } from '../users/user.ts';
 import { DASHBOARD_HANDOFF_MS, sendToClient } from './sign-in-completion.ts';
 import { signInRedirect } from './login-target.ts';
 import { fieldErrorsOf } from './field-errors.ts';
+import { logoUrlProblem } from '../validation/logo-url.ts';
 import { fieldErrorsNext, flashNext, renderPage } from './render.ts';
 import { clientFormSchema, linkFormSchema } from './schemas.ts';
 
@@ -45,7 +46,7 @@ function hostOf(url: string): string {
   }
 }
 
-/** The dashboard: client systems, links and their state, and one-click sign-in. */
+/** The dashboard: a launcher of the client systems the user may use, one-click sign-in, and optional username links. */
 export function dashboardHandlers(deps: { links: LinkService; clients: Pick<ClientService, 'findClient'>; sso: SsoService; publicUrl?: string }) {
   const { links, clients, sso } = deps;
 
@@ -54,11 +55,12 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
     const systems = await links.dashboard(user.id);
     renderPage(req, res, 'dashboard', {
       nav: 'dashboard',
-      systems: systems.map((s) => ({ ...s, host: hostOf(s.callback_url) })),
+      // a logo the service would refuse is left out, as on the sign-in page (src/pages/login.ts)
+      systems: systems.map((s) => ({ ...s, host: hostOf(s.callback_url), logo_url: s.logo_url && logoUrlProblem(s.logo_url) === null ? s.logo_url : null })),
     }, {
-      // one-click sign-in ends in a redirect to a linked system's registered callback, or goes
-      // through its initiate-login URL (form-action covers every redirect of the submission)
-      formTargets: systems.filter((s) => s.external_username !== null).flatMap((s) => [s.callback_url, ...(s.initiate_login_uri ? [s.initiate_login_uri] : [])]),
+      // one-click sign-in ends in a redirect to a system's registered callback, or goes through
+      // its initiate-login URL (form-action covers every redirect of the submission)
+      formTargets: systems.flatMap((s) => [s.callback_url, ...(s.initiate_login_uri ? [s.initiate_login_uri] : [])]),
     });
   };
 
@@ -83,17 +85,17 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
   };
 
   /**
-   * A token, then the 303 to the registered callback. Its `username` claim is the linked name
-   * only when the link is active (proven); a pending link signs in under the user's own name.
+   * The launcher's "Open": a token, then the 303 to the registered callback. Its `username`
+   * claim is the linked name only when a link is active (proven); otherwise the user's own
+   * name. A client whose access rule does not admit the user gets the refusal page (the token
+   * store checks the rule as it records the token: src/sso/token-store.ts).
    */
   const signIn: RequestHandler = async (req, res) => {
     const user = signedInUser(res);
     const form = input(res, clientFormSchema);
     const client = await clients.findClient(form.client_id);
-    const link = client?.active ? await links.find(user.id, client.client_id) : null;
-    if (!client || !link) {
-      throw new AppError(404, 'link_not_found', 'Link that system first: it is not linked to your account or no longer active.');
-    }
+    if (!client?.active) throw new AppError(404, 'client_not_found', 'That system is not registered or no longer active.');
+    const link = await links.find(user.id, client.client_id);
     if (client.initiate_login_uri) {
       // OpenID Connect third-party initiated login: the client starts its own sign-in (its own
       // state) at /sso/login, which this session makes one click; that sign-in is this one
@@ -106,7 +108,7 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
     // a link revoked between this read and the validation fails there (src/sso/queries.ts)
     await sendToClient(req, res, sso, client, user, {
       twoFactorUsed: req.session.twoFactorUsed === true,
-      ...(link.status === 'active' ? { claimUsername: link.external_username } : {}),
+      ...(link?.status === 'active' ? { claimUsername: link.external_username } : {}),
       flow: 'dashboard',
       idpInitiated: true,
     });

@@ -8,14 +8,14 @@ import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import type { LinkService } from '../links/service.ts';
 import type { PasskeyService } from '../passkeys/service.ts';
-import type { SsoService } from '../sso/service.ts';
+import { ACCESS_DENIED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { logoUrlProblem } from '../validation/logo-url.ts';
 import { destinationHost, formOf, formTargetsOf, hasLoginTarget, type LoginTarget, loginTarget, restartUrl, targetKey } from './login-target.ts';
 import { forgetPendingLogin, openPendingLogin, rememberPendingLogin } from './pending-login.ts';
 import { type FlashMessage, renderPage } from './render.ts';
 import { loginFormSchema } from './schemas.ts';
-import { completeSignIn, continueSignedIn } from './sign-in-completion.ts';
+import { completeSignIn, continueSignedIn, renderNoAccess } from './sign-in-completion.ts';
 import { passkeyAssertion } from './passkey-form.ts';
 
 /** The messages of the sign-in page. One generic message for every wrong login or password. */
@@ -107,7 +107,8 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
   const submitSteps: RequestHandler = async (req, res) => {
     const target = loginTarget(res);
     const form = input(res, loginFormSchema);
-    const ctx = { ...requestContext(req), via: 'page' as const };
+    // a client system's sign-in is refused, once the credentials are right, to a user its rule does not admit
+    const ctx = { ...requestContext(req), via: 'page' as const, ...(target.kind === 'client' ? { forClient: target.client } : {}) };
     let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
     if (form.step === 'passkey') {
       // a user-verified passkey is both factors: no code is asked for (src/passkeys/service.ts)
@@ -152,6 +153,10 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     };
     // the attempt before the lock says so: the same for unknown names, whose counter runs too
     const warning = lockWarning(err);
+    if (err.code === ACCESS_DENIED && target.kind === 'client') {
+      forgetPendingLogin(req);
+      return renderNoAccess(req, res, target.client, login);
+    }
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
       case 'passkey_refused': return again(MESSAGES.passkeyRefused + warning, false);

@@ -44,7 +44,10 @@ export const PAGE_ROUTES = [
     // a signed-in browser gets a token at once: under the per-user limit, as the dashboard's
     // one-click sign-in (the same token); the form itself is shown to anyone without one
     before: (s) => [clientTarget(s.clients, 'query')],
-    responses: { 200: html('The sign-in page'), 303: redirect('Already signed in: to the callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or bad parameters') },
+    responses: {
+      200: html('The sign-in page'), 303: redirect('Already signed in: to the callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or bad parameters'),
+      403: html('Signed in, but the client\'s access rule does not admit the user: "You do not have access to NAME" (docs/access.md), no token'),
+    },
     handle: login.handle((h) => h.show),
   }),
   route({
@@ -53,7 +56,10 @@ export const PAGE_ROUTES = [
     body: loginFormSchema,
     example: { step: 'password', login: 'alice', password: 'correct horse battery' },
     before: (s) => [clientTarget(s.clients, 'body')],
-    responses: { 303: redirect('Signed in: to the client\'s callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or an invalid form'), ...loginFormAnswers },
+    responses: {
+      303: redirect('Signed in: to the client\'s callback with ?token='), 400: pageError('Unknown client (`unknown_client`) or an invalid form'), ...loginFormAnswers,
+      403: pageError('Missing or wrong CSRF token, or the right credentials of a user the client\'s access rule does not admit: "You do not have access to NAME" (docs/access.md), no session, no token'),
+    },
     handle: login.handle((h) => h.submit),
     onError: login.onError((h) => h.failed),
   }),
@@ -82,7 +88,7 @@ export const PAGE_ROUTES = [
   }),
   route({
     method: 'get', path: '/dashboard', tag: 'Pages', access: 'page-user', limit: 'none',
-    summary: 'The user dashboard: linked client systems, one-click sign-in',
+    summary: 'The user dashboard: a launcher of the client systems the user may use, one-click sign-in',
     responses: { 200: html('Dashboard') },
     handle: dashboard.handle((h) => h.show),
   }),
@@ -105,10 +111,11 @@ export const PAGE_ROUTES = [
   }),
   route({
     method: 'post', path: '/dashboard/sign-in', tag: 'Pages', access: 'page-user', limit: 'user', bodyType: 'form',
-    summary: 'One-click sign-in to a linked client system',
-    description: 'The token\'s `username` claim is the linked name only when the link is active; for a pending link it is the user\'s own username.',
+    summary: 'One-click sign-in to a client system the user may use (the launcher\'s "Open")',
+    description: 'The token\'s `username` claim is the linked name only when the link is active; without one, or for a pending link, it is the user\'s own username. '
+      + 'A client whose access rule does not admit the user answers 403 "You do not have access to NAME" (docs/access.md).',
     body: clientFormSchema, example: { client_id: 'shop' },
-    responses: { 303: redirect('To the client\'s callback with ?token='), ...formRefused },
+    responses: { 303: redirect('To the client\'s callback with ?token='), ...formRefused, 403: pageError('Missing or wrong CSRF token, or no access to that client system (the refusal page)') },
     handle: dashboard.handle((h) => h.signIn),
     onError: dashboard.onError((h) => h.failed),
   }),

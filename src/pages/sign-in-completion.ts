@@ -6,9 +6,10 @@ import type { ClientRecord } from '../clients/client.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { AppError } from '../http/errors.ts';
 import type { LinkService } from '../links/service.ts';
-import { SESSION_ENDED, type SsoService } from '../sso/service.ts';
+import { ACCESS_DENIED, SESSION_ENDED, type SsoService } from '../sso/service.ts';
 import type { UserRecord } from '../users/user.ts';
 import { type LoginTarget, restartUrl } from './login-target.ts';
+import { renderPage } from './render.ts';
 
 /** A sign-in whose checks passed: by password (and code), by passkey, or by any other method. */
 export interface CompletedSignIn {
@@ -21,6 +22,14 @@ export interface CompletedSignIn {
 
 function requestContext(req: Request) {
   return { ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null };
+}
+
+/**
+ * The page for a user a client system's access rule refuses (docs/access.md): 403, no token,
+ * no redirect; the refusal is audited where it was decided.
+ */
+export function renderNoAccess(req: Request, res: Response, client: Pick<ClientRecord, 'client_name'>, username?: string): void {
+  renderPage(req, res, 'no-access', { clientName: client.client_name, username: username ?? null }, { status: 403, csrf: false });
 }
 
 /**
@@ -48,6 +57,7 @@ export async function sendToClient(
       sessionId: req.session?.userId === user.id ? req.sessionID : undefined,
     }));
   } catch (err) {
+    if (err instanceof AppError && err.code === ACCESS_DENIED) return renderNoAccess(req, res, client, user.username);
     if (!(err instanceof AppError && err.code === SESSION_ENDED)) throw err;
     return res.redirect(303, restartUrl({ kind: 'client', client, state: options.state }));
   }

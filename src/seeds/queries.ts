@@ -15,7 +15,8 @@ export async function clientCallbacks(q: Queryable): Promise<Map<string, string>
 export async function clientStates(q: Queryable): Promise<Map<string, { state: string; version: string }>> {
   const r = await q.query<{ client_id: string; state: string; version: string }>(
     `SELECT client_id, xmin::text AS version,
-            md5(row(client_name, callback_url, allowed_ips, active, secret_hash, logo_url, previous_secret_hash, previous_secret_expires_at, initiate_login_uri)::text) AS state
+            md5(row(client_name, callback_url, allowed_ips, active, secret_hash, logo_url, previous_secret_hash, previous_secret_expires_at, initiate_login_uri,
+              allow_groups, allow_roles, listed)::text) AS state
      FROM clients`,
   );
   return new Map(r.rows.map((row) => [row.client_id, { state: row.state, version: row.version }]));

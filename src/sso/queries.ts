@@ -1,6 +1,7 @@
 import { afterCommitOf, type Queryable } from '../db/db.ts';
 import { insertAuditRows } from '../audit/queries.ts';
 import { statementParams, type WritePart } from '../db/statement.ts';
+import { admitsSql, groupsOfSql } from '../access/queries.ts';
 
 /** An issued token as recorded for the single-use check. */
 export interface IssuedTokenRow {
@@ -20,15 +21,19 @@ export interface IssuedTokenRow {
  * (FOR KEY SHARE, until the commit; migrations/0021): a delete of either waits for the token
  * and then deletes it with them. False when either is gone. For the issues that read the
  * client and user long before they write (a browser's sign-in, bcrypt between); the
- * server-to-server statement reads both itself.
+ * server-to-server statement reads both itself. With them, whether the client's access rule
+ * admits the user now, and the user's groups (for the token's roles).
  */
-export async function holdTokenOwners(q: Queryable, userId: number, clientId: string): Promise<{ user: boolean; client: boolean }> {
-  const r = await q.query<{ user: boolean; client: boolean }>(
+export async function holdTokenOwners(q: Queryable, userId: number, clientId: string): Promise<{ user: boolean; client: boolean; admitted: boolean; groups: string[] }> {
+  const r = await q.query<{ user: boolean; client: boolean; admitted: boolean | null; groups: string[] | null }>(
     `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE) AS user,
-            EXISTS (SELECT 1 FROM clients WHERE client_id = $2 FOR KEY SHARE) AS client`,
+            EXISTS (SELECT 1 FROM clients WHERE client_id = $2 FOR KEY SHARE) AS client,
+            (SELECT ${admitsSql('u', 'c')} FROM users u, clients c WHERE u.id = $1 AND c.client_id = $2) AS admitted,
+            (SELECT ${groupsOfSql('u')} FROM users u WHERE u.id = $1) AS groups`,
     [userId, clientId],
   );
-  return r.rows[0];
+  const row = r.rows[0];
+  return { user: row.user, client: row.client, admitted: row.admitted === true, groups: row.groups ?? [] };
 }
 
 /** The insert of issued tokens as a part of a larger statement (null: none). */
@@ -69,8 +74,8 @@ export interface IssueByUsernameRequest {
 
 /** What became of one issue request: the user the token was recorded for, or why none was. */
 export type IssueOutcome =
-  | { issued: true; user: { id: number; username: string; email: string; role: string } }
-  | { issued: false; reason: 'user_not_found' | 'user_inactive' | typeof CLIENT_CHANGED };
+  | { issued: true; user: { id: number; username: string; email: string; role: string; groups: string[] } }
+  | { issued: false; reason: 'user_not_found' | 'user_inactive' | 'access_denied' | typeof CLIENT_CHANGED };
 
 /**
  * Issues server-to-server tokens by username, any number in one statement (`result[i]`
@@ -93,7 +98,8 @@ export async function issueTokensByUsername(
   const column = <T>(pick: (r: IssueByUsernameRequest) => T) => bind(requests.map(pick));
   const found = `SELECT r.n, r.jti, r.client_id, r.token_ip, r.ip_address, r.user_agent, r.audit_user_agent, r.asked, r.issued_at, r.expires_at,
          ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at,
-         u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active
+         u.id AS user_id, u.username, u.email, u.role, coalesce(u.active, false) AS active,
+         coalesce(${admitsSql('u', 'c')}, false) AS admitted, CASE WHEN u.id IS NOT NULL THEN ${groupsOfSql('u')} END AS groups
        FROM unnest(${column((r) => r.jti)}::uuid[], ${column((r) => r.username)}::text[], ${column((r) => r.username.slice(0, 200))}::text[],
          ${column((r) => r.clientId)}::text[], ${column((r) => r.tokenIp)}::text[], ${column((r) => r.ipAddress)}::text[],
          ${column((r) => r.userAgent)}::text[], ${column((r) => r.userAgent?.slice(0, 512) ?? null)}::text[],
@@ -109,21 +115,25 @@ export async function issueTokensByUsername(
     `requested AS (${found})`,
     // a request whose client changed since it was authenticated writes nothing
     'found AS (SELECT * FROM requested WHERE current)',
-    'issued AS (SELECT * FROM found WHERE active)',
+    // the client's access rule (docs/access.md), read from its row and the user's groups as they are now
+    'issued AS (SELECT * FROM found WHERE active AND admitted)',
     `tokens AS (INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, client_created_at)
        SELECT jti, user_id, client_id, username, token_ip, issued_at, expires_at, client_created_at FROM issued)`,
-    `audit AS (${insertAuditRows(`SELECT 'token.issue', CASE WHEN active THEN 'success' ELSE 'failure' END, user_id,
+    `audit AS (${insertAuditRows(`SELECT 'token.issue', CASE WHEN active AND admitted THEN 'success' ELSE 'failure' END, user_id,
          CASE WHEN active THEN username ELSE asked END, client_id, ip_address, audit_user_agent,
-         CASE WHEN active THEN jsonb_build_object('jti', jti::text, 'flow', 'server_to_server', 'token_ip', token_ip)
-              ELSE jsonb_build_object('reason', CASE WHEN user_id IS NULL THEN 'user_not_found' ELSE 'user_inactive' END) END
+         CASE WHEN active AND admitted THEN jsonb_build_object('jti', jti::text, 'flow', 'server_to_server', 'token_ip', token_ip)
+              ELSE jsonb_build_object('reason', CASE WHEN user_id IS NULL THEN 'user_not_found' WHEN NOT active THEN 'user_inactive' ELSE 'access_denied' END) END
        FROM found ORDER BY n`)})`,
   ];
   if (event) ctes.push(`events AS (${event.sql(bind)})`);
   // the deliveries the event part answers (leased to this process's dispatcher) ride on the first row
   const deliveries = event?.answer ? `, CASE WHEN n = 1 THEN (SELECT coalesce(json_agg(d), '[]') FROM (SELECT ${event.answer('events')}) d) END AS deliveries` : '';
-  const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string | null; email: string | null; role: string | null; active: boolean; deliveries?: unknown[] | null }>(
+  const r = await q.query<{
+    n: number; current: boolean; user_id: number | null; username: string | null; email: string | null; role: string | null; active: boolean; admitted: boolean;
+    groups: string[] | null; deliveries?: unknown[] | null;
+  }>(
     `WITH ${ctes.join(',\n')}
-     SELECT n::int AS n, current, user_id, username, email, role, active${deliveries} FROM requested`,
+     SELECT n::int AS n, current, user_id, username, email, role, active, admitted, groups${deliveries} FROM requested`,
     values,
     { prepare: true },
   );
@@ -132,8 +142,8 @@ export async function issueTokensByUsername(
   for (const row of r.rows) {
     if (row.deliveries) answered = row.deliveries;
     result[row.n - 1] = !row.current ? { issued: false, reason: CLIENT_CHANGED }
-      : row.active ? { issued: true, user: { id: row.user_id!, username: row.username!, email: row.email!, role: row.role! } }
-      : { issued: false, reason: row.user_id === null ? 'user_not_found' : 'user_inactive' };
+      : row.active && row.admitted ? { issued: true, user: { id: row.user_id!, username: row.username!, email: row.email!, role: row.role!, groups: row.groups ?? [] } }
+      : { issued: false, reason: row.user_id === null ? 'user_not_found' : !row.active ? 'user_inactive' : 'access_denied' };
   }
   const committed = event?.committed;
   if (committed) afterCommitOf(q)(event.answer ? () => committed(answered) : committed as () => void);
@@ -187,7 +197,8 @@ const sameClient = (createdAt: string) => `(t.client_created_at IS NULL OR t.cli
  * Marks tokens used, in one statement for any number of validations (`result[i]` answers
  * `requests[i]`: the user, or null when that request consumed nothing). A token is consumed
  * only by the client it was issued for, only while unused, not invalidated, unexpired and
- * its user active, only while the client's row has the version the caller was authenticated
+ * its user active and admitted by the client's access rule (read in this statement: a user who
+ * left the group since the issue is refused), only while the client's row has the version the caller was authenticated
  * with (`clientVersion`, when given; otherwise the answer is CLIENT_CHANGED), and (for a
  * token naming a dashboard link) only while that link is still active, so a link revoked while its token was being issued lends that token nothing; of any number of requests for one token, in this batch or in concurrent
  * ones, exactly one gets the row back (a row is updated once, and a concurrent update waits
@@ -206,7 +217,7 @@ const sameClient = (createdAt: string) => `(t.client_created_at IS NULL OR t.cli
 export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequest[]): Promise<Array<ConsumedToken | null | typeof CLIENT_CHANGED>> {
   const r = await q.query<{ n: number; current: boolean; user_id: number | null; username: string; email: string; full_name: string; expires_at: Date }>(
     `WITH req AS (
-       SELECT r.*, ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at
+       SELECT r.*, ${CLIENT_IS_CURRENT} AS current, c.created_at AS client_created_at, c.allow_groups, c.allow_roles
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
          WITH ORDINALITY AS r(jti, client_id, ip_address, user_agent, client_version, n)
        LEFT JOIN clients c ON c.client_id = r.client_id
@@ -215,6 +226,7 @@ export async function consumeTokens(q: Queryable, requests: readonly ConsumeRequ
        FROM req r, users u
        WHERE r.current AND t.jti = r.jti AND t.client_id = r.client_id AND ${sameClient('r.client_created_at')} AND u.id = t.user_id AND u.active
          AND coalesce(t.used_at, t.invalidated_at) IS NULL AND t.expires_at > now() AND t.expiry_notified_at IS NULL
+         AND ${admitsSql('u', 'r')}
          AND (t.username = u.username OR EXISTS (
            SELECT 1 FROM user_client_links l
             WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username))
@@ -250,6 +262,8 @@ interface TokenState {
   user_active: boolean;
   user_id: number;
   name_valid: boolean;
+  /** Whether the client's access rule admits the user now (docs/access.md). */
+  admitted: boolean;
 }
 
 /** The state of a token that could not be consumed, to say why. */
@@ -262,7 +276,8 @@ export async function tokenState(
             t.used_at, t.invalidated_at, t.expires_at, u.active AS user_active, u.id AS user_id,
             (t.username = u.username OR EXISTS (
               SELECT 1 FROM user_client_links l
-               WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username)) AS name_valid
+               WHERE l.user_id = t.user_id AND l.client_id = t.client_id AND l.status = 'active' AND l.external_username = t.username)) AS name_valid,
+            coalesce(${admitsSql('u', 'c')}, true) AS admitted
      FROM sso_tokens t JOIN users u ON u.id = t.user_id LEFT JOIN clients c ON c.client_id = t.client_id WHERE t.jti = $1`,
     [jti],
   );

@@ -16,7 +16,7 @@ const validateResponses = (legacy: boolean): Record<number, DocResponse> => {
   200: { description: 'The token is valid (and now used)', schema: R.validatedToken, example: { valid: true, user: { id: 7, username: 'alice', email: 'alice@example.com', roles: ['user'], full_name: 'Alice Example' }, expires_at: '2026-01-31 12:01:00' } },
   400: invalid,
   401: {
-    description: 'A refused token (`valid: false` with the reason), or invalid client credentials (`invalid_client`, an error body without `valid`)',
+    description: 'A refused token (`valid: false` with the reason; `access_denied` when the client\'s access rule no longer admits the user, docs/access.md), or invalid client credentials (`invalid_client`, an error body without `valid`)',
     schema: R.validationRefusal,
     example: { valid: false, error: 'token_already_used', message: 'The token has already been used' },
   },
@@ -56,14 +56,16 @@ export const SSO_ROUTES = [
   route({
     method: 'post', path: '/api/sso/token', tag: 'SSO', access: 'client+ip', limit: 'tokenIssue', hot: true,
     summary: 'Issue an SSO token for a user (server to server)',
-    description: '`ip_address` is the end user\'s address as the client saw it; the token is bound to it (default: the caller\'s address). Emits user.login.',
+    description: '`ip_address` is the end user\'s address as the client saw it; the token is bound to it (default: the caller\'s address). Emits user.login. '
+      + 'A client restricted to groups or roles (docs/access.md) answers 403 `access_denied` for any other user, audited, with no user.login. The token\'s `roles` are the user\'s role, then `group:NAME` for each of their groups, sorted.',
     body: issueTokenSchema,
     example: { ...creds, username: 'alice', ip_address: '203.0.113.9' },
     responses: {
       200: { description: 'Token issued', schema: R.issuedToken, example: { token: jwt, redirect_url: `https://shop.example/sso/callback?token=${jwt}` } },
       400: invalid,
       401: badClient,
-      403: ipNotAllowed,
+      403: err('Caller IP not on the allow list (`ip_not_allowed`), or the client\'s access rule does not admit the user (`access_denied`: not in a group or role it names, docs/access.md)',
+        { error: 'access_denied', message: 'You do not have access to Shop' }),
       404: err('User not found or inactive', { error: 'user_not_found', message: 'User not found or inactive' }),
       409: err('The client system\'s registered callback URL is not usable', { error: 'client_misconfigured', message: 'The callback URL registered for this client system is not usable; an administrator must correct it' }),
       429: limited,

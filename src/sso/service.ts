@@ -8,9 +8,18 @@ import { AppError } from '../http/errors.ts';
 import { createUserLookup, findUserById } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../validation/username.ts';
+import { rolesOf } from '../users/roles.ts';
 import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
 import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
+
+/** The code of the refusal when a client's access rule does not admit the user (docs/access.md). */
+export const ACCESS_DENIED = 'access_denied';
+
+/** The 403 for a user the client's access rule does not admit. */
+export function accessDenied(clientName: string): AppError {
+  return new AppError(403, ACCESS_DENIED, `You do not have access to ${clientName}`);
+}
 
 /** The code of issueForUser's refusal when the browser session it issued in ended meanwhile. */
 export const SESSION_ENDED = 'session_ended';
@@ -38,6 +47,7 @@ const REASON_MESSAGES: Record<string, string> = {
   token_revoked: 'The token has been revoked',
   ip_mismatch: 'The token is bound to another IP address',
   user_inactive: 'The user is inactive',
+  access_denied: 'The user may no longer use this client system',
 };
 
 function rejected(reason: string): AppError {
@@ -53,14 +63,14 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
   /** The claims of a token for `user` at `client` (docs/contract.md, "SSO token"), issued at `now` (seconds). */
   const claimsFor = (
     client: ClientRecord,
-    user: { id: number; role: string },
+    user: { id: number; role: string; groups: readonly string[] },
     token: { username: string; ipAddress: string; now: number; jti: string },
   ): SsoClaims => ({
     user_id: String(user.id),
     username: token.username,
     client_id: client.client_id,
     client_name: client.client_name,
-    roles: [user.role],
+    roles: rolesOf(user, user.groups),
     ip_address: token.ipAddress,
     iat: token.now,
     exp: token.now + config.TOKEN_TTL_SECONDS,
@@ -83,8 +93,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
       // no token is issued for a callback it could not be delivered to
       throw new AppError(409, 'client_misconfigured', 'The callback URL registered for this client system is not usable; an administrator must correct it');
     }
-    const claims = claimsFor(client, user, { username: ctx.claimUsername ?? user.username, ipAddress: ctx.tokenIp ?? ctx.ipAddress, now: Math.floor(Date.now() / 1000), jti: randomUUID() });
-    const token = signSsoToken(claims, signingKeys);
+    // the roles are filled in once the record has read the user's groups (with the access check)
+    const claims = claimsFor(client, { ...user, groups: [] }, { username: ctx.claimUsername ?? user.username, ipAddress: ctx.tokenIp ?? ctx.ipAddress, now: Math.floor(Date.now() / 1000), jti: randomUUID() });
     const recorded = await tokens.recordIssue({
       token: {
         jti: claims.jti,
@@ -120,6 +130,17 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
     if (recorded === 'session_ended') throw new AppError(401, SESSION_ENDED, 'You were signed out meanwhile. Sign in again.');
     // deleted (psql, a seed file) while this was under way: no token for a client that is gone
     if (recorded === 'client_gone') throw new AppError(400, 'unknown_client', 'This client system is no longer registered');
+    if (recorded === 'access_denied') {
+      // a refused sign-in at that client: audited, no token and no user.login
+      await writeAudit(db, {
+        action: 'token.issue', outcome: 'failure', userId: user.id, username: user.username, clientId: client.client_id,
+        ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { reason: ACCESS_DENIED, flow: ctx.flow },
+      });
+      metrics.tokensRejected.inc({ reason: ACCESS_DENIED });
+      throw accessDenied(client.client_name);
+    }
+    claims.roles = rolesOf(user, recorded.groups);
+    const token = signSsoToken(claims, signingKeys);
     metrics.tokensIssued.inc({ flow: ctx.flow });
     return { token, redirect_url: callbackWithToken(client.callback_url, token), claims };
   }
@@ -150,6 +171,7 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
           clientVersion: ctx.clientVersion,
         });
         if (!outcome.issued && outcome.reason === CLIENT_CHANGED) throw new ClientChanged(client.client_id); // nothing written
+        if (!outcome.issued && outcome.reason === ACCESS_DENIED) throw accessDenied(client.client_name); // audited by the statement
         if (!outcome.issued) throw new AppError(404, 'user_not_found', 'User not found or inactive'); // audited by the statement
         const claims = claimsFor(client, outcome.user, { username: outcome.user.username, ipAddress: tokenIp, now, jti });
         const token = signSsoToken(claims, signingKeys);
@@ -211,6 +233,8 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
           : state.used_at ? 'token_already_used'
           // before token_revoked: deactivating a user also revokes their unused tokens
           : !state.user_active ? 'user_inactive'
+          // the user left the groups (or role) the client admits since the token was issued
+          : !state.admitted ? ACCESS_DENIED
           : state.invalidated_at || !state.name_valid ? 'token_revoked'
           : 'token_expired';
         throw await fail(reason, { jti: claims.jti, ...(state ? { user_id: state.user_id } : {}) });

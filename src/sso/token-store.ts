@@ -9,8 +9,11 @@ import {
   holdTokenOwners, issueTokensByUsername, tokenState,
 } from './queries.ts';
 
-/** What became of a token to record: recorded, or nothing written and why. */
-export type IssueRecorded = 'recorded' | 'session_ended' | 'client_gone';
+/**
+ * What became of a token to record: recorded (with the user's groups as read then, for its
+ * roles), or nothing written and why ('access_denied': the client's access rule refuses the user).
+ */
+export type IssueRecorded = { recorded: true; groups: string[] } | 'session_ended' | 'client_gone' | 'access_denied';
 
 /** What one token issue writes: its row, its audit entry and its user.login event. */
 export interface IssueRecord {
@@ -50,8 +53,9 @@ export function createTokenStore(db: Db, events: EventRecorder) {
       const owners = await holdTokenOwners(tx, userId, clientId);
       if (!owners.client) return 'client_gone';
       if (!owners.user) return 'session_ended';
+      if (!owners.admitted) return 'access_denied';
       await writeTogether(tx, parts([record]));
-      return 'recorded';
+      return { recorded: true, groups: owners.groups };
     });
   /**
    * Server-to-server issues arriving together find their users and record their tokens,
@@ -64,7 +68,8 @@ export function createTokenStore(db: Db, events: EventRecorder) {
     /**
      * Records one issued token with its audit row and event; resolves once committed. Nothing
      * is recorded when the browser session it was issued in has ended, or its user
-     * ('session_ended'), or its client was deleted meanwhile ('client_gone').
+     * ('session_ended'), or its client was deleted meanwhile ('client_gone'), or the client's
+     * access rule does not admit the user ('access_denied').
      */
     recordIssue: recordHeld,
     /**

@@ -14,11 +14,12 @@ import {
 } from './queries.ts';
 import type { ShownProfile, UserRecord } from './user.ts';
 import { normalizeUsername } from '../validation/username.ts';
+import { ROLE } from './roles.ts';
 import { applyPassword, preparePassword, signOutByAdministrator } from './password-set.ts';
 
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 
-export const ROLE = /^[a-z][a-z0-9_.-]{0,31}$/;
+export { ROLE } from './roles.ts';
 
 /** Longest full name, in characters. */
 const FULL_NAME_MAX = 200;
