@@ -29,12 +29,17 @@ ALTER TABLE clients
   -- false: not shown on the dashboard's launcher (a machine-only client); its rule still holds
   ADD COLUMN listed boolean NOT NULL DEFAULT true;
 
--- The same forms as groups.name and users' roles (src/users/service.ts ROLE), one dimension.
+-- True when every entry matches `pattern` and the array has one dimension: the CHECKs behind the
+-- trigger below, in the forms of groups.name and of users' roles (src/users/roles.ts ROLE).
+CREATE FUNCTION client_names_match(entries text[], pattern text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT coalesce(array_ndims(entries), 1) = 1
+     AND NOT EXISTS (SELECT 1 FROM unnest(entries) AS e WHERE e IS NULL OR e !~ pattern)
+$$;
+
 ALTER TABLE clients
-  ADD CONSTRAINT clients_allow_groups_valid CHECK (coalesce(array_ndims(allow_groups), 1) = 1
-    AND NOT EXISTS (SELECT 1 FROM unnest(allow_groups) AS g WHERE g IS NULL OR g !~ '^[a-z0-9][a-z0-9_.-]{0,63}$')),
-  ADD CONSTRAINT clients_allow_roles_valid CHECK (coalesce(array_ndims(allow_roles), 1) = 1
-    AND NOT EXISTS (SELECT 1 FROM unnest(allow_roles) AS r WHERE r IS NULL OR r !~ '^[a-z][a-z0-9_.-]{0,31}$'));
+  ADD CONSTRAINT clients_allow_groups_valid CHECK (client_names_match(allow_groups, '^[a-z0-9][a-z0-9_.-]{0,63}$')),
+  ADD CONSTRAINT clients_allow_roles_valid CHECK (client_names_match(allow_roles, '^[a-z][a-z0-9_.-]{0,31}$'));
 
 -- Checks and canonicalizes the rule of every written row with messages that name the client and
 -- the value (what `npm run seed` shows): each group must exist (held FOR KEY SHARE until the

@@ -87,7 +87,7 @@ describe('token issue in one statement', () => {
     const requests = [request(user.username), request('nobody-at-all'), request(inactive.username), request(user.username)];
     const outcomes = await issueTokensByUsername(counting, requests, () => null);
     expect(statements).toBe(1);
-    const issued = { issued: true, user: { id: user.id, username: user.username, email: user.email, role: user.role } };
+    const issued = { issued: true, user: { id: user.id, username: user.username, email: user.email, role: user.role, groups: [] } };
     expect(outcomes).toStrictEqual([issued, { issued: false, reason: 'user_not_found' }, { issued: false, reason: 'user_inactive' }, issued]);
     const tokens = await app.db.query<{ jti: string; ip_address: string }>('SELECT jti, ip_address FROM sso_tokens WHERE client_id = $1 ORDER BY jti', [client.client_id]);
     expect(tokens.rows).toStrictEqual([requests[0], requests[3]].map((r) => ({ jti: r.jti, ip_address: '203.0.113.9' })).sort((a, b) => a.jti.localeCompare(b.jti)));
