@@ -21,7 +21,7 @@ const client = {
   client_id: 'shop', client_name: 'Shop', client_secret: '••••••••Xy3Q', callback_url: 'https://shop.example/sso/callback', initiate_login_uri: 'https://shop.example/sso/start',
   redirect_uris: [], post_logout_redirect_uris: [], public: false, backchannel_logout_uri: null,
   allowed_ips: ['203.0.113.0/24'], logo_url: '/assets/logos/shop.svg', active: true, created_at: '2026-01-31T12:00:00.000Z', updated_at: '2026-01-31T12:00:00.000Z',
-  previous_secret_expires_at: null,
+  previous_secret_expires_at: null, allow_groups: [], allow_roles: [], listed: true,
 };
 const adminUser = {
   id: 7, username: 'alice', email: 'alice@example.com', role: 'user', full_name: 'Alice Example', active: true,
@@ -58,23 +58,26 @@ export const ADMIN_API_ROUTES = [
         name: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, clientId: body.client_id, allowEverything: body.allow_everything, logoUrl: body.logo_url,
         initiateLoginUri: body.initiate_login_uri,
         redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris, backchannelLogoutUri: body.backchannel_logout_uri, public: body.public,
+        allowGroups: body.allow_groups, allowRoles: body.allow_roles, listed: body.listed,
       }, api(req, res));
       res.status(201).json(created.public ? toPublicClient(created) : { ...toPublicClient(created), client_secret: secret });
     },
   }),
   route({
     ...admin, method: 'get', path: '/api/admin/clients/:client_id', summary: 'One client system',
-    responses: { 200: { description: 'The client', schema: R.publicClient, example: client }, 404: noClient, ...guarded },
-    handle: ({ clients }) => async ({ req, res }) => {
+    description: '`admitted_users`: how many active users its access rule admits now (docs/access.md).',
+    responses: { 200: { description: 'The client', schema: R.clientDetail, example: { ...client, admitted_users: 12 } }, 404: noClient, ...guarded },
+    handle: ({ clients, access }) => async ({ req, res }) => {
       const clientId = clientIdParam(req);
       const found = await clients.findClient(clientId);
       if (!found) throw new AppError(404, 'client_not_found', `No client ${clientId}`);
-      res.json(toPublicClient(found));
+      res.json({ ...toPublicClient(found), admitted_users: (await access.admittedCounts()).get(clientId) ?? 0 });
     },
   }),
   route({
-    ...admin, method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, initiate-login URL, allowed IPs, logo, active)',
-    description: '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it. `initiate_login_uri`: where the dashboard\'s one-click sign-in sends the browser so the client starts its own sign-in (docs/sdk.md); null or "" removes it.',
+    ...admin, method: 'patch', path: '/api/admin/clients/:client_id', summary: 'Change a client system (name, callback URL, initiate-login URL, allowed IPs, logo, active, access rule, listing, OpenID Connect fields)',
+    description: '`allow_groups` / `allow_roles`: who may use it (docs/access.md), each replacing that list; both `[]`: every active user. A group that does not exist is 400 `invalid_client` naming it. `listed: false` hides it from the dashboard\'s launcher. '
+      + '`logo_url`: a path under /assets or a data:image/...;base64, URL (no other site is ever contacted); null or "" removes it. `initiate_login_uri`: where the dashboard\'s one-click sign-in sends the browser so the client starts its own sign-in (docs/sdk.md); null or "" removes it.',
     body: updateClientSchema,
     example: { allowed_ips: ['203.0.113.0/24', '2001:db8::/32'], active: true },
     responses: { 200: { description: 'The changed client', schema: R.publicClient, example: client }, 400: badAllowList, 404: noClient, ...guarded },
@@ -83,6 +86,7 @@ export const ADMIN_API_ROUTES = [
         clientName: body.client_name, callbackUrl: body.callback_url, allowedIps: body.allowed_ips, active: body.active, allowEverything: body.allow_everything, logoUrl: body.logo_url,
         initiateLoginUri: body.initiate_login_uri,
         redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris, backchannelLogoutUri: body.backchannel_logout_uri,
+        allowGroups: body.allow_groups, allowRoles: body.allow_roles, listed: body.listed,
       }, api(req, res));
       res.json(toPublicClient(changed));
     },
@@ -124,10 +128,14 @@ export const ADMIN_API_ROUTES = [
   }),
   route({
     ...admin, method: 'get', path: '/api/admin/users/:id', params: userId, summary: 'One user, with the client systems linked on the dashboard',
-    responses: { 200: { description: 'The user', schema: R.adminUserDetail, example: { ...adminUser, linked_clients: [] } }, 400: badId, 404: noUser, ...guarded },
-    handle: ({ userAdmin }) => async ({ res, params }) => {
+    description: '`groups`: the user\'s groups; `usable_clients`: the active client systems whose access rule admits the user (docs/access.md).',
+    responses: { 200: { description: 'The user', schema: R.adminUserDetail, example: { ...adminUser, linked_clients: [], groups: ['finance'], usable_clients: ['billing', 'shop'] } }, 400: badId, 404: noUser, ...guarded },
+    handle: ({ userAdmin, access }) => async ({ res, params }) => {
       const user = await userAdmin.get(params.id);
-      res.json({ ...user, linked_clients: await userAdmin.links(params.id) });
+      res.json({
+        ...user, linked_clients: await userAdmin.links(params.id),
+        groups: await access.groupsOf(params.id), usable_clients: (await access.clientsFor(params.id)).map((c) => c.client_id),
+      });
     },
   }),
   route({

@@ -15,6 +15,20 @@ const ipList = z.array(str(100)).max(200);
 const logoUrl = str(MAX_LOGO_URL_LENGTH).trim();
 
 /** POST /api/admin/clients */
+/**
+ * Who may use a client (docs/access.md): users in one of `allow_groups` or with one of
+ * `allow_roles`; both empty (the default): every active user. `listed: false` hides it from the
+ * dashboard's launcher. Each list given replaces that list.
+ */
+const accessFields = {
+  allow_groups: z.array(str(64)).max(50).optional().describe('Group names; each must exist (400 naming one that does not)'),
+  allow_roles: z.array(str(32)).max(50).optional().describe('Roles (users.role)'),
+  listed: z.boolean().optional(),
+};
+
+/** PUT/DELETE /api/admin/groups/:name/members/:id, POST /api/admin/groups */
+export const createGroupSchema = z.object({ name: str(64).min(1) }).strict();
+
 export const createClientSchema = z.object({
   client_name: name,
   callback_url: url,
@@ -32,6 +46,7 @@ export const createClientSchema = z.object({
   backchannel_logout_uri: url.nullable().optional(),
   /** A public client (no secret, PKCE required, no allow list). */
   public: z.boolean().optional(),
+  ...accessFields,
 }).strict();
 
 /**
@@ -57,6 +72,7 @@ export const updateClientSchema = z.object({
   redirect_uris: z.array(url).max(20).optional(),
   post_logout_redirect_uris: z.array(url).max(20).optional(),
   backchannel_logout_uri: url.nullable().optional(),
+  ...accessFields,
 }).strict().refine((v) => Object.keys(v).some((k) => k !== 'allow_everything'), 'name at least one field to change');
 
 const email = str(254).trim();

@@ -10,6 +10,8 @@ import { demoBanner, demoBaseUrl, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
 import { listPasskeysCommand, removePasskeyCommand } from './passkey-commands.ts';
+import { ACCESS_USAGE, accessOptions, ruleText, runAccessCommand } from './access-commands.ts';
+import { list, oidcOptions, optionalText } from './client-options.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -41,6 +43,10 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false] [--redirect-uri URL]...
                 [--post-logout-redirect-uri URL]... [--backchannel-logout-uri URL|""]   (each list replaces the old one)
                              --initiate-login-uri '' removes it
+                [--allow-group GROUP]... [--allow-role ROLE]... | [--open-to-all]  [--listed true|false]   (create and update)
+                             who may use it (docs/access.md): each list given replaces that list;
+                             --open-to-all clears both (every active user); --listed false hides
+                             it from the dashboard's launcher
   client new-secret          a fresh secret and its secret_hash, for a seed file (no database)
   client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
                              is admitted); 0.0.0.0/0 or ::/0 needs --allow-everything
@@ -52,6 +58,7 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   user unlock USERNAME
   user passkeys USERNAME     list a user's passkeys (id, name, created, last used)
   user remove-passkey USERNAME ID   remove one; the user keeps their password
+${ACCESS_USAGE}
   link list [--status pending|active] [--client CLIENT_ID]
   link approve USERNAME CLIENT_ID [--name NAME]
                              prove a user's pending dashboard link: its name goes into tokens
@@ -71,37 +78,13 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
  */
 export function readOnlyCommand(args: ParsedArgs): boolean {
   const key = args.words.slice(0, 2).join(' ');
-  return key === 'client list' || key === 'link list' || key === 'user passkeys' || (key === 'prune' && args.options['dry-run'] === true);
+  return key === 'client list' || key === 'link list' || key === 'user passkeys' || key === 'group list' || (key === 'prune' && args.options['dry-run'] === true);
 }
 
 function required(args: ParsedArgs, name: string): string {
   const v = args.options[name];
   if (typeof v !== 'string' || v.trim() === '') throw new AppError(400, 'usage', `--${name} is required`);
   return v;
-}
-
-/** An option with a value, '' included (a value that clears); undefined when absent; a bare flag is a usage error. */
-function optionalText(args: ParsedArgs, name: string): string | undefined {
-  const v = args.options[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new AppError(400, 'usage', `--${name} needs a value ('' for none)`);
-  return v;
-}
-
-/** The OpenID Connect options of client create/update: a list given replaces the old one; "" removes the back-channel URI. */
-function oidcOptions(args: ParsedArgs) {
-  const o = args.options;
-  const urls = (v: ParsedArgs['options'][string]) => (v === undefined ? undefined : list(v));
-  const bcl = o['backchannel-logout-uri'];
-  return {
-    redirectUris: urls(o['redirect-uri']),
-    postLogoutRedirectUris: urls(o['post-logout-redirect-uri']),
-    backchannelLogoutUri: typeof bcl === 'string' ? (bcl.trim() === '' ? null : bcl.trim()) : undefined,
-  };
-}
-
-function list(v: ParsedArgs['options'][string]): string[] {
-  return Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
 }
 
 function publicUser(u: UserRecord) {
@@ -129,6 +112,8 @@ export function offlineCommand(args: ParsedArgs): CommandResult | null {
 
 /** Runs one admin command against the services. Throws AppError for bad input. */
 export async function runCommand(services: Services, args: ParsedArgs): Promise<CommandResult> {
+  const access = await runAccessCommand(services, args);
+  if (access) return access;
   const [group, action, ...rest] = args.words;
   const key = `${group ?? ''} ${action ?? ''}`.trim();
   switch (key) {
@@ -143,6 +128,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
           initiateLoginUri: optionalText(args, 'initiate-login-uri'),
           ...oidcOptions(args),
           public: args.options.public === true,
+          ...accessOptions(args),
         },
         ACTOR,
       );
@@ -152,6 +138,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         client_id: client.client_id, ...(client.public ? {} : { client_secret: secret }), client_name: client.client_name, callback_url: client.callback_url, allowed_ips: client.allowed_ips,
         ...(client.initiate_login_uri ? { initiate_login_uri: client.initiate_login_uri } : {}),
         ...oidc,
+        allow_groups: client.allow_groups, allow_roles: client.allow_roles, listed: client.listed,
       };
       return {
         json,
@@ -160,6 +147,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
           `  callback_url:  ${client.callback_url}`,
           ...(client.initiate_login_uri ? [`  initiate_login_uri: ${client.initiate_login_uri}`] : []),
           ...(client.redirect_uris.length > 0 ? [`  redirect_uris: ${client.redirect_uris.join(', ')}`] : []),
+          `  may be used by: ${ruleText(client)}`,
           ...(client.public
             ? ['', 'A public client has no secret: it signs users in with OpenID Connect and PKCE (S256).']
             : [
@@ -202,6 +190,7 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         initiateLoginUri: optionalText(args, 'initiate-login-uri'),
         active: active === undefined ? undefined : active === 'true',
         ...oidcOptions(args),
+        ...accessOptions(args),
       };
       if (Object.values(patch).every((v) => v === undefined)) usage('client update CLIENT_ID [--name N] [--callback-url U] [--initiate-login-uri U] [--active true|false] (at least one)');
       if (patch.clientName !== undefined && (patch.clientName === '' || patch.clientName.length > 200)) {
@@ -211,14 +200,14 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
       return {
         json: client,
         text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`
-          + (client.initiate_login_uri ? `, initiate login ${client.initiate_login_uri}` : ''),
+          + (client.initiate_login_uri ? `, initiate login ${client.initiate_login_uri}` : '') + `; may be used by ${ruleText(client)}`,
       };
     }
     case 'client list': {
       const clients = (await services.clients.listClients()).map(toPublicClient);
       const text = clients.length === 0
         ? 'No client systems.'
-        : clients.map((c) => `${c.client_id}\t${c.client_name}\t${c.client_secret}\t${c.active ? 'active' : 'inactive'}\t${c.allowed_ips.join(',')}\t${c.callback_url}`).join('\n');
+        : clients.map((c) => `${c.client_id}\t${c.client_name}\t${c.client_secret}\t${c.active ? 'active' : 'inactive'}\t${c.allowed_ips.join(',')}\t${c.callback_url}\t${ruleText(c)}`).join('\n');
       return { json: clients, text };
     }
     case 'user create': {

@@ -50,6 +50,10 @@ const OPTIONS = {
   status: { type: 'string' },
   client: { type: 'string' },
   active: { type: 'string' },
+  'allow-group': { type: 'string', multiple: true },
+  'allow-role': { type: 'string', multiple: true },
+  'open-to-all': { type: 'boolean' },
+  listed: { type: 'string' },
 } as const;
 
 /**

@@ -132,6 +132,7 @@ export const clientDetail = publicClient.extend({ admitted_users: z.number().int
 /** A group with its member count (and, for one group, the members). */
 export const group = z.object({ name: z.string(), members: z.number().int(), created_at: z.string() }).meta({ id: 'Group' });
 export const groupDetail = group.extend({ users: z.array(z.object({ id: z.number().int(), username: z.string() })) });
+export const deletedGroup = z.object({ name: z.string(), deleted: z.literal(true), members: z.number().int().describe('Members it had') });
 export const membership = z.object({ user_id: z.number().int(), group: z.string(), member: z.boolean(), changed: z.boolean() });
 export const createdClient = publicClient.extend({ client_secret: z.string().optional().describe('The plain secret: shown this once; absent for a public client') });
 export const rotatedSecret = z.object({

@@ -1,3 +1,4 @@
+import { ACCESS_ADMIN_ROUTES } from '../admin/access-routes.ts';
 import { ADMIN_API_ROUTES } from '../admin/api-routes.ts';
 import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
 import { ADMIN_PASSKEY_ROUTES } from '../admin/passkey-routes.ts';
@@ -32,6 +33,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...PASSKEY_ROUTES,
   ...ADMIN_API_ROUTES,
   ...ADMIN_PASSKEY_ROUTES,
+  ...ACCESS_ADMIN_ROUTES,
   ...PAGE_ROUTES,
   ...OIDC_PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
