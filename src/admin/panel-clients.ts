@@ -1,4 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
+import type { AccessService } from '../access/service.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import { type ClientService, editableValues, toPublicClient } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
@@ -35,8 +36,8 @@ function previousUntilOf(c: ClientRecord): string | null {
  * The panel's client-system pages: list, register, detail (edit, activate), regenerate the
  * secret (optionally keeping the old one valid for a grace period).
  */
-export function clientPanel(deps: { clients: ClientService }) {
-  const { clients } = deps;
+export function clientPanel(deps: { clients: ClientService; access: AccessService }) {
+  const { clients, access } = deps;
   // the forms whose answer shows a new secret, once each (see oncePerSubmission)
   const registerOnce = oncePerSubmission<Awaited<ReturnType<ClientService['createClient']>>>();
   const rotateOnce = oncePerSubmission<Awaited<ReturnType<ClientService['rotateSecret']>>>();
@@ -51,13 +52,17 @@ export function clientPanel(deps: { clients: ClientService }) {
     renderAdmin(req, res, 'clients', {
       section: 'clients',
       clients: (await clients.listClients()).map(toPublicClient),
+      admitted: await access.admittedCounts(),
       form,
       submission: newSubmissionKey(),
     }, refused === undefined ? {} : refusedForm(refused));
   };
 
-  const renderDetail = (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown, shown = editableValues(client)) => {
-    renderAdmin(req, res, 'client', { section: 'clients', client: toPublicClient(client), form, shown, previousUntil: previousUntilOf(client) },
+  const renderDetail = async (req: Request, res: Response, client: ClientRecord, form: ClientFormValues, refused?: unknown, shown = editableValues(client)) => {
+    renderAdmin(req, res, 'client', {
+      section: 'clients', client: toPublicClient(client), form, shown, previousUntil: previousUntilOf(client),
+      admitted: (await access.admittedCounts()).get(client.client_id) ?? 0, groups: await access.listGroups(),
+    },
       refused === undefined ? {} : refusedForm(refused));
   };
 
@@ -68,10 +73,11 @@ export function clientPanel(deps: { clients: ClientService }) {
    * `shownAt` lets public/js/admin.js put the client's own address in the history, so a reload
    * is a GET of that page, without the secret, rather than the form sent again.
    */
-  const renderRevealed = (req: Request, res: Response, client: ClientRecord, revealed: { secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null }) => {
+  const renderRevealed = async (req: Request, res: Response, client: ClientRecord, revealed: { secret: string; reason: 'created' | 'regenerated'; previous_until?: string | null }) => {
     const saved = editableValues(client);
     renderAdmin(req, res, 'client', {
       section: 'clients', client: toPublicClient(client), form: saved, shown: saved, previousUntil: previousUntilOf(client),
+      admitted: (await access.admittedCounts()).get(client.client_id) ?? 0, groups: await access.listGroups(),
       revealed, shownAt: `/admin/clients/${encodeURIComponent(client.client_id)}`,
     });
   };
@@ -90,12 +96,12 @@ export function clientPanel(deps: { clients: ClientService }) {
       logoUrl: form.logo_url,
       initiateLoginUri: form.initiate_login_uri,
     }, actorOf(req, res, 'admin_panel')));
-    renderRevealed(req, res, client, { secret, reason: 'created' });
+    await renderRevealed(req, res, client, { secret, reason: 'created' });
   };
 
   const show: RequestHandler = async (req, res) => {
     const client = await clientOr404(req);
-    renderDetail(req, res, client, editableValues(client));
+    await renderDetail(req, res, client, editableValues(client));
   };
 
   const update: RequestHandler = async (req, res) => {
@@ -133,7 +139,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     const form = input(res, regenerateForm);
     const graceSeconds = Number(form.grace_seconds);
     const rotated = await rotateOnce(req, form, () => clients.rotateSecret(client.client_id, actorOf(req, res, 'admin_panel'), { graceSeconds }));
-    renderRevealed(req, res, rotated.client, { secret: rotated.secret, reason: 'regenerated', previous_until: previousUntilOf(rotated.client) });
+    await renderRevealed(req, res, rotated.client, { secret: rotated.secret, reason: 'regenerated', previous_until: previousUntilOf(rotated.client) });
   };
 
   /** A refused registration or edit is shown on the same form, with what was typed, naming the problem. */
@@ -149,7 +155,7 @@ export function clientPanel(deps: { clients: ClientService }) {
     const client = await clientOr404(req);
     const posted = req.body as Record<string, unknown>;
     const { form, shown } = refusedEdit(CLIENT_FIELDS, posted, editableValues(client), err, sameClientValue);
-    renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, err, shown);
+    await renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, err, shown);
   };
 
   return { list, create, show, update, setActive, confirmRegenerate, regenerate, createFailed, updateFailed };

@@ -1,3 +1,4 @@
+import type { AccessService } from '../access/service.ts';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { renewSessionAfterChange } from '../auth/session.ts';
@@ -21,8 +22,8 @@ export const PANEL_ROLES = ['user', 'admin'];
 const PROFILE_FIELDS = ['email', 'full_name', 'role'] as const;
 
 /** The panel's user pages: list and search (with links awaiting approval), create, detail (edit, activate, unlock, reset 2FA, links). */
-export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; passkeys: Pick<PasskeyService, 'list' | 'remove'>; deps: { logger: Logger } }) {
-  const { userAdmin, links, passkeys } = deps;
+export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; passkeys: Pick<PasskeyService, 'list' | 'remove'>; access: AccessService; deps: { logger: Logger } }) {
+  const { userAdmin, links, passkeys, access } = deps;
   const { logger } = deps.deps;
   const detailUrl = (id: number) => `/admin/users/${id}`;
 
@@ -57,7 +58,11 @@ export function userPanel(deps: { userAdmin: UserAdmin; links: LinkService; pass
     const saved = { email: user.email, full_name: user.full_name ?? '', role: user.role };
     // a refused profile form shows what was typed, so it can be corrected (refusedEdit)
     const { form, shown } = posted ? refusedEdit(PROFILE_FIELDS, posted, saved, refused) : { form: saved, shown: saved };
-    renderAdmin(req, res, 'user', { section: 'users', subject: user, form, shown, links: await userAdmin.links(id), roles, passkeys: await passkeys.list(id) },
+    renderAdmin(req, res, 'user', {
+      section: 'users', subject: user, form, shown, links: await userAdmin.links(id), roles, passkeys: await passkeys.list(id),
+      // docs/access.md: the user's groups, the systems their rules admit, and the groups to add
+      userGroups: await access.groupsOf(id), usable: await access.clientsFor(id), groups: await access.listGroups(),
+    },
       refused === undefined ? {} : refusedForm(refused));
   };
 

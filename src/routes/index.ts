@@ -1,5 +1,6 @@
 import { ACCESS_ADMIN_ROUTES } from '../admin/access-routes.ts';
 import { ADMIN_API_ROUTES } from '../admin/api-routes.ts';
+import { ACCESS_PANEL_ROUTES } from '../admin/panel-access.ts';
 import { ADMIN_PANEL_ROUTES } from '../admin/panel-routes.ts';
 import { ADMIN_PASSKEY_ROUTES } from '../admin/passkey-routes.ts';
 import { AUTH_ROUTES } from '../auth/routes.ts';
@@ -38,4 +39,5 @@ export const ROUTES: readonly AnyRoute[] = [
   ...OIDC_PAGE_ROUTES,
   ...ACCOUNT_PAGE_ROUTES,
   ...ADMIN_PANEL_ROUTES,
+  ...ACCESS_PANEL_ROUTES,
 ];
