@@ -24,7 +24,7 @@ export const errorBody = z.object({
 
 export const tokenRefusal = z.object({
   valid: z.literal(false),
-  error: z.enum(['invalid_token', 'token_expired', 'token_already_used', 'token_revoked', 'ip_mismatch', 'user_inactive']),
+  error: z.enum(['invalid_token', 'token_expired', 'token_already_used', 'token_revoked', 'ip_mismatch', 'user_inactive', 'access_denied']),
   message: z.string(),
 }).meta({ id: 'TokenRefusal' });
 
