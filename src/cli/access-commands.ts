@@ -2,7 +2,7 @@ import type { Services } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import { normalizeUsername } from '../validation/username.ts';
-import type { CommandResult, ParsedArgs } from './commands.ts';
+import type { CommandResult, ParsedArgs } from './command-types.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 

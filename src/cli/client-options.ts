@@ -1,5 +1,5 @@
 import { AppError } from '../http/errors.ts';
-import type { ParsedArgs } from './commands.ts';
+import type { ParsedArgs } from './command-types.ts';
 
 /** The value options of `client create` and `client update` (src/cli/commands.ts). */
 

@@ -10,27 +10,18 @@ import { demoBanner, demoBaseUrl, seedDemo } from '../demo/seed.ts';
 import type { PruneReport } from '../retention/pruner.ts';
 import { pruneNow } from '../retention/service.ts';
 import { listPasskeysCommand, removePasskeyCommand } from './passkey-commands.ts';
+import type { CommandResult, ParsedArgs } from './command-types.ts';
 import { ACCESS_USAGE, accessOptions, ruleText, runAccessCommand } from './access-commands.ts';
 import { list, oidcOptions, optionalText } from './client-options.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
-/** A command's result: the JSON document for --json, and lines for people. */
-export interface CommandResult {
-  json: unknown;
-  text: string;
-  /** A note for the person at the terminal, on stderr (so --json output stays one document). */
-  notice?: string;
-}
+export type { CommandResult, ParsedArgs };
+
 
 /** Most links `link list` prints; past it, it says so and how to narrow the list. */
 export const LINK_LIST_MAX = 1000;
 
-/** Parsed command line: positional words and options (repeatable ones as arrays). */
-export interface ParsedArgs {
-  words: string[];
-  options: Record<string, string | boolean | string[] | undefined>;
-}
 
 export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s admin -- <command> [--json])
 

@@ -25,7 +25,7 @@ describe('admin command line with the service running', () => {
     const created = await admin(app, ['client', 'create', '--name', 'Shop', '--callback-url', 'https://shop.example/cb', '--allow-ip', '127.0.0.1', '--allow-ip', '10.0.0.0/8', '--json']);
     expect(created.code, created.stderr).toBe(0);
     const client = JSON.parse(created.stdout);
-    expect(Object.keys(client).sort()).toStrictEqual(['allowed_ips', 'backchannel_logout_uri', 'callback_url', 'client_id', 'client_name', 'client_secret', 'post_logout_redirect_uris', 'public', 'redirect_uris']);
+    expect(Object.keys(client).sort()).toStrictEqual(['allow_groups', 'allow_roles', 'allowed_ips', 'backchannel_logout_uri', 'callback_url', 'client_id', 'client_name', 'client_secret', 'listed', 'post_logout_redirect_uris', 'public', 'redirect_uris']);
     expect(client.allowed_ips).toStrictEqual(['127.0.0.1', '10.0.0.0/8']);
     expect(client.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
 

@@ -99,6 +99,8 @@ describe('every admin command prints exactly one JSON document with --json', () 
     const pending = async (name: string) => (await app.services.links.request(linked, client.client_id, name, ctx)).link;
     await pending('json.name');
     const fresh = unique('json');
+    const kept = unique('json-kept-');
+    await app.services.access.createGroup(kept, { via: 'cli' });
     const argsOf: Record<string, string[]> = {
       'client create': ['--name', 'Json', '--callback-url', 'https://json.example/cb', '--id', fresh],
       'client rotate-secret': [client.client_id],
@@ -111,12 +113,17 @@ describe('every admin command prints exactly one JSON document with --json', () 
       'user set-active': [user.username, 'true'],
       'user unlock': [user.username],
       'link list': ['--status', 'pending'],
+      'group create': [fresh],
+      'group delete': [fresh],
+      'group list': [],
+      'user add-to-group': [user.username, kept],
+      'user remove-from-group': [user.username, kept],
       'link approve': [linked.username, client.client_id],
       'link revoke': [linked.username, client.client_id],
       demo: ['--base-url', 'http://127.0.0.1:4555'],
       prune: ['--dry-run'],
     };
-    const commands = [...USAGE.matchAll(/^ {2}((?:client|user|link) [a-z-]+|demo|prune)\b/gm)].map((m) => m[1]);
+    const commands = [...USAGE.matchAll(/^ {2}((?:client|user|link|group) [a-z-]+|demo|prune)\b/gm)].map((m) => m[1]);
     expect(commands.length > 10, commands.join(', ')).toBe(true);
     expect(commands.filter((c) => !(c in argsOf)), 'a command of the usage text this test does not run').toStrictEqual([]);
     for (const command of commands) {

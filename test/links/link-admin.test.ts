@@ -44,7 +44,10 @@ describe('administrators approve and revoke dashboard links (API, panel, command
     expect(revoked.body).toMatchObject({ revoked: { external_username: 'api.name', status: 'active' }, invalidated_tokens: 1 });
     const late = await http.post('/api/sso/validate', { client_id: client.client_id, client_secret: client.client_secret, token });
     expect([late.status, late.body.error], 'the token issued before the revocation').toStrictEqual([401, 'token_revoked']);
-    expect((await dashboard.session.post('/dashboard/sign-in', { _csrf: hiddenField(await dashboard.page(), '_csrf'), client_id: client.client_id })).headers.location).toBe('/dashboard');
+    // the launcher still opens the system, under the user's own name
+    const after = await dashboard.session.post('/dashboard/sign-in', { _csrf: hiddenField(await dashboard.page(), '_csrf'), client_id: client.client_id });
+    const claims = JSON.parse(Buffer.from(new URL(after.headers.location!).searchParams.get('token')!.split('.')[1], 'base64url').toString());
+    expect(claims.username, 'no link any more: the own name').toBe(user.username);
 
     const again = await http.delete(`/api/admin/users/${user.id}/links/${client.client_id}`, as);
     expect([again.status, again.body.error]).toStrictEqual([404, 'link_not_found']);
@@ -130,7 +133,8 @@ describe('administrators approve and revoke dashboard links (API, panel, command
     expect(gone.status).toBe(303);
     expect(flashOf((await s.get(`/admin/users/${second.user.id}`)).text)).toMatch(/has no link/);
     const signIn = await second.dashboard.session.post('/dashboard/sign-in', { _csrf: hiddenField(await second.dashboard.page(), '_csrf'), client_id: second.client.client_id });
-    expect(signIn.headers.location, 'no link any more: back to the dashboard, no token').toBe('/dashboard');
+    const token = new URL(signIn.headers.location!).searchParams.get('token')!;
+    expect(JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).username, 'no link any more: the own name').toBe(second.user.username);
 
     expect((await linkAudit(app, first.user.id)).at(-1)).toMatchObject({ action: 'user.link_confirm', details: { via: 'admin_panel', actor: boss.username } });
     expect((await linkAudit(app, second.user.id)).at(-1)).toMatchObject({ action: 'user.link_revoke', details: { via: 'admin_panel', actor: boss.username, status: 'pending' } });
