@@ -107,9 +107,11 @@ describe('who may use which client system', () => {
     const opened = await cli('client', 'update', client.client_id, '--open-to-all');
     expect(opened).toMatchObject({ allow_groups: [], allow_roles: [] });
     expect((await issue(second, client, user.username)).status).toBe(200);
+    const hidden = await app.http.patch(`/api/admin/clients/${client.client_id}`, { listed: false }, { headers });
+    expect([hidden.status, hidden.body.listed, hidden.body.allow_roles]).toStrictEqual([200, false, []]);
     const changes = await app.db.query<{ details: { changed: Record<string, unknown>; via: string } }>(
       "SELECT details FROM audit_log WHERE action = 'client.update' AND client_id = $1 ORDER BY id", [client.client_id]);
-    expect(changes.rows.map((r) => [r.details.via, r.details.changed])).toStrictEqual([['cli', { allow_roles: ['auditor'] }], ['cli', { allow_roles: [] }]]);
+    expect(changes.rows.map((r) => [r.details.via, r.details.changed])).toStrictEqual([['cli', { allow_roles: ['auditor'] }], ['cli', { allow_roles: [] }], ['admin_api', { listed: false }]]);
   });
 
   it('refuses a rule naming a group that does not exist, naming it, on every path', async () => {

@@ -79,6 +79,11 @@ describe.skipIf(browserMissing)('access rules in the browser', () => {
     expect(forged.status()).toBe(403);
     expect(await forged.text()).toContain('You do not have access to Billing');
     expect(billing.visits).toHaveLength(0);
+    // signed in now (one session store for both instances): the sign-in page refuses at once, no token
+    await page.goto(billing.loginUrl());
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('You do not have access to Billing');
+    expect(seen.some((s) => s.url.includes('token=')), 'no redirect carries a token').toBe(false);
+    expect(billing.visits).toHaveLength(0);
     expect(await clientLogins(user.id)).toBe(0);
 
     // into the group, through the first instance: the second shows and opens it at once
