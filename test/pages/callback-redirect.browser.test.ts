@@ -68,7 +68,7 @@ describe.skipIf(browserMissing)('a client whose callback redirects to its applic
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
     await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in to Far Shop' })).catch(() => {});
+    await clickAndLoad(page, page.getByRole('button', { name: 'Open Far Shop' })).catch(() => {});
     await page.waitForURL(`http://localhost:${port}/home`, { timeout: 20_000 }).catch(() => undefined);
     expect(blocked, 'the browser refused the redirect chain').toStrictEqual([]);
     expect(page.url()).toBe(`http://localhost:${port}/home`);
