@@ -11,7 +11,7 @@ const CLI = { via: 'cli' as const, username: 'test' };
 async function signIn(page: Page, login: string, password: string): Promise<void> {
   await page.getByLabel('Username').fill(login);
   await page.getByLabel('Password').fill(password);
-  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
 }
 
 /** A restricted client in Chromium: the sign-in page, the launcher and its one click (docs/access.md). */

@@ -34,7 +34,7 @@ describe.skipIf(browserMissing)('the panel\'s tables at 390 and 1280 px (Chromiu
     await page.goto(`${url}/admin`);
     await page.getByLabel('Username').fill(admin.username);
     await page.getByLabel('Password').fill(admin.password);
-    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
     return page;
   }
 

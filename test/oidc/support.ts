@@ -65,5 +65,5 @@ export async function startReceiver(): Promise<{ origin: string; hits: URL[]; po
 export async function fillSignIn(page: Page, login: string, password: string): Promise<void> {
   await page.getByLabel('Username').fill(login);
   await page.getByLabel('Password').fill(password);
-  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
+  await clickAndLoad(page, page.getByRole('button', { name: 'Sign in', exact: true }));
 }
