@@ -77,9 +77,10 @@ export async function pendingMigrations(db: Queryable, dir = MIGRATIONS_DIR): Pr
  * Takes the migration lock for the rest of `tx`, which is not bounded by
  * DATABASE_STATEMENT_TIMEOUT (src/db/postgres.ts): the wait may be for another instance's
  * long migration, and a migration may rightly take long (an index built on a large table).
- * A script, so that no bound of the client's applies to the wait either.
+ * A script, so that no bound of the client's applies to the wait either. Seeds applied at
+ * start (SEED_ON_START, src/seeds/start.ts) take it too.
  */
-async function lockForMigration(tx: Queryable): Promise<void> {
+export async function lockForMigration(tx: Queryable): Promise<void> {
   await tx.exec(`SET LOCAL statement_timeout = 0; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
 }
 

@@ -87,6 +87,8 @@ export const REQUIRED_SCHEMA: Readonly<Record<string, RequiredTable>> = {
   audit_log: {
     columns: ['id', 'at', 'action', 'outcome', 'user_id', 'username', 'client_id', 'ip_address', 'user_agent', 'details'],
     privileges: ['SELECT', 'INSERT'],
+    // migrations/0028: during a seed run, entries only from triggers, under the run's actor
+    triggers: ['audit_log_seed_guard'],
   },
   webhooks: { columns: ['id', 'url', 'events', 'secret', 'active', 'disabled_reason', 'created_by', 'created_at'], privileges: READ_WRITE },
   webhook_deliveries: {

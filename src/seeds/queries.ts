@@ -8,28 +8,15 @@ export async function clientCallbacks(q: Queryable): Promise<Map<string, string>
 }
 
 /**
- * Each client's id, a digest of its documented columns (what a seed run changed), and the
- * version of its row (xmin: a new one whenever a statement writes the row, even with the same
- * values, so a row a file wrote back unchanged is told from one it never named).
- */
-export async function clientStates(q: Queryable): Promise<Map<string, { state: string; version: string }>> {
-  const r = await q.query<{ client_id: string; state: string; version: string }>(
-    `SELECT client_id, xmin::text AS version,
-            md5(row(client_name, callback_url, allowed_ips, active, secret_hash, logo_url, previous_secret_hash, previous_secret_expires_at, initiate_login_uri,
-              allow_groups, allow_roles, listed)::text) AS state
-     FROM clients`,
-  );
-  return new Map(r.rows.map((row) => [row.client_id, { state: row.state, version: row.version }]));
-}
-
-/**
  * Makes a COMMIT inside a seed file fail: a deferred constraint trigger on a temporary
  * table of this run (gone with it) refuses every commit but the runner's own, which says so
  * first with the transaction-local auth.seed_commit. The COMMIT then errors and the whole run
  * is rolled back, whatever the file looked like to transactionControl (a string setting such
  * as standard_conforming_strings = off changes how quotes read). CREATE OR REPLACE: a pooled
  * connection keeps pg_temp's function from an earlier run. The temporary table also gives the
- * transaction its id (see transactionId) before any file runs.
+ * transaction its id (see transactionId) before any file runs. The temporary table seed_run
+ * holds the run's audit actor: while it exists, the audit log takes only entries written by
+ * triggers under that actor (migrations/0028_seed_audit_guard.sql; src/seeds/run-queries.ts).
  */
 export async function guardSeedCommit(tx: Queryable): Promise<void> {
   await tx.exec(`
@@ -44,7 +31,9 @@ export async function guardSeedCommit(tx: Queryable): Promise<void> {
   END $$;
   CREATE CONSTRAINT TRIGGER seed_run_guard AFTER INSERT ON pg_temp.seed_run_guard
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pg_temp.seed_run_guard();
-  INSERT INTO pg_temp.seed_run_guard VALUES (1);`);
+  INSERT INTO pg_temp.seed_run_guard VALUES (1);
+  CREATE TEMPORARY TABLE seed_run (actor jsonb) ON COMMIT DROP;
+  INSERT INTO pg_temp.seed_run VALUES (NULL);`);
 }
 
 /**

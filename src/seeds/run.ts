@@ -1,61 +1,92 @@
-import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { EnvFileError, loadEnvFile } from '../config/env-file.ts';
 import type { CliIo } from '../cli/run.ts';
-import { migrate } from '../db/migrate.ts';
+import { migrate, pendingMigrations } from '../db/migrate.ts';
 import { describeDatabase, openDatabase } from '../db/open.ts';
-import { applySeeds, type SeedFile, SeedError, type SeedResult, SeedTransactionEndedError } from './apply.ts';
+import { guardPolicy } from '../webhooks/address-guard.ts';
+import { applySeeds, SeedError, type SeedResult, SeedTransactionEndedError } from './apply.ts';
+import { readSeedFiles } from './files.ts';
+import { appliedSummary, checkText, differences, planText } from './report.ts';
 
-export const SEED_USAGE = `Usage: npm run seed [-- FILE...] [--json]
+export const SEED_USAGE = `Usage: npm run seed [-- PATH...] [--plan | --check] [--prune] [--json]
 
-  With no FILE, applies every seeds/*.sql in name order; otherwise the files named, in that
-  order. All in one transaction: on any error nothing is applied.`;
+  PATH: a seed file, or a folder of them (its *.sql in name order); with none, seeds/.
+  All in one transaction: on any error nothing is applied (exit 1).
+  --plan    run the files and roll everything back: prints what applying would create,
+            change (each column, old -> new; secrets only "changed") and delete. Exit 0 when
+            they would apply, 2 when they would be refused (the message an apply gives).
+  --check   exit 1, listing the differences, when the database's clients or webhooks are not
+            what the files say (changed elsewhere, or not in the files); 0 when they match.
+  --prune   delete the clients and webhooks the files do not write (the files own them all).`;
 
 /**
- * `npm run seed` as a function: reads the seed files, opens the configured database (as the
+ * \`npm run seed\` as a function: reads the seed files, opens the configured database (as the
  * admin command line does: PostgreSQL, or the embedded one through the running service's
  * socket, or directly when the service is stopped), migrates it and applies the files in one
- * transaction. Returns the exit status; the error names the file and the refused value.
+ * transaction; or plans or checks them, changing nothing. Returns the exit status; the error
+ * names the file and the refused value.
  */
 export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Promise<number> {
+  let mode: 'apply' | 'plan' | 'check' = 'apply';
   try {
     const { values, positionals } = parseArgs({
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, plan: { type: 'boolean' }, check: { type: 'boolean' }, prune: { type: 'boolean' },
+      },
     });
     const json = values.json === true;
     if (values.help) {
       io.stdout(`${SEED_USAGE}\n`);
       return 0;
     }
+    if (values.plan && values.check) throw Object.assign(new Error('--plan and --check: choose one'), { code: 'ERR_PARSE_ARGS_CONFLICT' });
+    mode = values.plan ? 'plan' : values.check ? 'check' : 'apply';
     const cwd = io.cwd ?? process.cwd();
     const files = await readSeedFiles(cwd, positionals);
-    if (files.length === 0) {
+    if (files.length === 0 && mode === 'apply') {
       io.stdout(json ? `${JSON.stringify(emptyResult(), null, 2)}\n` : 'No seed files: seeds/ holds no *.sql file. Nothing applied.\n');
       return 0;
     }
     loadEnvFile(io.env, io.cwd); // the same .env as the service and the admin command line
     const config = loadConfig(io.env);
-    // an admin must see which database is about to change before it does
+    // an admin must see which database is about to change (or be read) before it is
     if (!io.db) io.stderr(`seed: using ${describeDatabase(config)}\n`);
     const db = io.db ?? (await openDatabase(config, { serve: false }));
     try {
-      await migrate(db);
-      const result = await applySeeds(db, files, { user: safeUsername() }, { production: config.NODE_ENV === 'production' });
-      io.stdout(json ? `${JSON.stringify(result, null, 2)}\n` : `${summary(result)}\n`);
+      if (mode === 'apply') await migrate(db);
+      else {
+        // a plan and a check change nothing, migrations included
+        const pending = await pendingMigrations(db);
+        if (pending.length > 0) {
+          io.stderr(`seed: the database has ${pending.length} migration(s) not applied (${pending[0]}…): start the service or run npm run migrate first; --${mode} changes nothing\n`);
+          return 1;
+        }
+      }
+      const result = await applySeeds(db, files, { user: safeUsername() }, {
+        production: config.NODE_ENV === 'production', plan: mode !== 'apply', prune: values.prune === true, env: io.env, webhookPolicy: guardPolicy(config),
+      });
+      if (mode === 'check') {
+        const d = differences(result);
+        const drift = d.clients.length > 0 || d.webhooks.length > 0;
+        io.stdout(json ? `${JSON.stringify({ files: result.files, matches: !drift, ...d }, null, 2)}\n` : `${checkText(result)}\n`);
+        return drift ? 1 : 0;
+      }
+      const text = mode === 'plan' ? planText(result) : appliedSummary(result);
+      io.stdout(json ? `${JSON.stringify(mode === 'plan' ? { ...result, applied: false } : result, null, 2)}\n` : `${text}\n`);
       return 0;
     } finally {
       if (!io.db) await db.close();
     }
   } catch (err) {
     if (err instanceof SeedError) {
-      io.stderr(`seed: ${err.message}\n${err instanceof SeedTransactionEndedError ? '' : 'Nothing was applied.\n'}`);
-      return 1;
+      const ended = err instanceof SeedTransactionEndedError;
+      io.stderr(`seed: ${err.message}\n${ended ? '' : mode === 'apply' ? 'Nothing was applied.\n' : 'The files would be refused; nothing was applied.\n'}`);
+      return mode === 'apply' ? 1 : 2;
     }
     if (err instanceof ConfigError || err instanceof EnvFileError) {
       io.stderr(`${err.message}\n`);
@@ -67,37 +98,8 @@ export async function runSeed(argv: string[], io: CliIo & { cwd?: string }): Pro
   }
 }
 
-/** The named files (relative to `cwd`), or every seeds/*.sql in name order. */
-async function readSeedFiles(cwd: string, named: string[]): Promise<SeedFile[]> {
-  let names = named;
-  if (names.length === 0) {
-    const entries = await readdir(path.join(cwd, 'seeds')).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [];
-      throw err;
-    });
-    // only *.sql: an example such as seeds/example.sql.sample is never applied by default
-    names = entries.filter((f) => f.endsWith('.sql')).sort().map((f) => path.join('seeds', f));
-  }
-  const files: SeedFile[] = [];
-  for (const name of names) {
-    const sql = await readFile(path.resolve(cwd, name), 'utf8').catch((err: NodeJS.ErrnoException) => {
-      throw new SeedError(name, err.code === 'ENOENT' ? 'no such file' : err.message);
-    });
-    files.push({ name, sql });
-  }
-  return files;
-}
-
 function emptyResult(): SeedResult {
-  return { files: [], created: [], updated: [], deleted: [], unchanged: 0 };
-}
-
-function summary(r: SeedResult): string {
-  const list = (ids: string[]) => (ids.length ? ` (${ids.join(', ')})` : '');
-  return [
-    `Applied ${r.files.join(', ')} in one transaction:`,
-    `  created ${r.created.length}${list(r.created)}, updated ${r.updated.length}${list(r.updated)}, deleted ${r.deleted.length}${list(r.deleted)}, unchanged ${r.unchanged}`,
-  ].join('\n');
+  return { files: [], created: [], updated: [], deleted: [], unchanged: 0, clients: [], webhooks: [] };
 }
 
 /** The operating-system user running the seed, for the audit log (none when unknown). */

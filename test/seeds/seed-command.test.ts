@@ -31,7 +31,8 @@ describe('npm run seed on the configured database', () => {
     const project = await projectWith({ 'seeds/clients.sql': seedSql([client('stopped-svc')]) });
     const run = await seed({ config: { DATA_DIR: dataDir } }, project, ['--json'], env);
     expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toStrictEqual({ files: ['seeds/clients.sql'], created: ['stopped-svc'], updated: [], deleted: [], unchanged: 0 });
+    expect(JSON.parse(run.stdout)).toMatchObject({ files: ['seeds/clients.sql'], created: ['stopped-svc'], updated: [], deleted: [], unchanged: 0, webhooks: [] });
+    expect(JSON.parse(run.stdout).clients).toMatchObject([{ client_id: 'stopped-svc', change: 'created', columns: { client_name: 'Command line', secret_hash: 'set' } }]);
   });
 
   it('applies while the service runs (the embedded database through its socket), which sees it at once', async () => {
