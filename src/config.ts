@@ -155,6 +155,13 @@ export const configSchema = z.object({
    * connection of its own; needs a session: off behind a transaction-mode pooler).
    */
   CLIENT_CACHE: bool.default(true),
+  /**
+   * A seed file or a folder of them (its *.sql in name order), applied at every start before the
+   * service is ready, under the migration lock (instances starting together apply it one after
+   * another: once). A refused seed changes nothing and keeps the instance unready (/readyz 503
+   * with the reason). Webhook secrets the files name are read from this process's environment.
+   */
+  SEED_ON_START: optionalString,
   /** How often expired, unused SSO tokens are swept (token.expired events). */
   TOKEN_SWEEP_INTERVAL_MS: int(100, 3600000).default(5000),
   /**

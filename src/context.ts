@@ -20,4 +20,9 @@ export interface Deps {
   events: EventRecorder;
   /** Prometheus counters; code that observes an event increments the matching one. */
   metrics: Metrics;
+  /**
+   * Why this instance, though it runs, must not be sent traffic (a seed refused at start:
+   * SEED_ON_START); /readyz answers 503 with it. Unset or null: nothing of the kind.
+   */
+  readiness?: { reason: string | null };
 }

@@ -13,6 +13,7 @@ import { createRateLimiters } from './http/rate-limit.ts';
 import { metricsHandler, startMetricsListener } from './metrics/listener.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { startPruner } from './retention/pruner.ts';
+import { seedOnStart } from './seeds/start.ts';
 import { startExpirySweep } from './sso/expiry-sweep.ts';
 import { loadSigningKeys } from './sso/keys.ts';
 import { startDispatcher } from './webhooks/dispatcher.ts';
@@ -70,8 +71,10 @@ export async function createInstance(config: Config, db: Db, logger: Logger): Pr
   // A dropped table or a user that may only read stops the start here, with one line naming
   // what is missing, instead of a ready service answering 500s.
   await assertSchemaUsable(db);
+  // SEED_ON_START: the files applied before the instance is ready; refused, it stays unready
+  const readiness = { reason: await seedOnStart(db, config, logger) };
   const signingKeys = await loadSigningKeys(config);
-  const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }) });
+  const services = createServices({ config, db, logger, signingKeys, metrics: createMetrics({ db, processMetrics: true }), readiness });
   // unusable OpenID Connect keys stop the start here, saying why
   services.oidc.loadKeys();
   const limiters = createRateLimiters(config, services.deps.metrics, logger);

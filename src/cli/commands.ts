@@ -13,6 +13,7 @@ import { listPasskeysCommand, removePasskeyCommand } from './passkey-commands.ts
 import type { CommandResult, ParsedArgs } from './command-types.ts';
 import { ACCESS_USAGE, accessOptions, ruleText, runAccessCommand } from './access-commands.ts';
 import { list, oidcOptions, optionalText } from './client-options.ts';
+import { exportSeed } from '../seeds/export.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -42,6 +43,8 @@ export const USAGE = `Usage: npx auth-admin <command> [--json]   (or: npm run -s
   client set-ips CLIENT_ID IP_OR_CIDR... | --none   replace the allow list; --none empties it (nobody
                              is admitted); 0.0.0.0/0 or ::/0 needs --allow-everything
   client list
+  client export              every client and webhook as a seed file (secret hashes; webhook secrets
+                             by the environment variable to read them from); --json: its rows too
   user create --username U --email E --password P [--role R] [--full-name N] [--inactive]
   user set-password USERNAME --password P [--must-change]
                              set a password (the policy applies); signs the user out everywhere
@@ -69,7 +72,7 @@ ${ACCESS_USAGE}
  */
 export function readOnlyCommand(args: ParsedArgs): boolean {
   const key = args.words.slice(0, 2).join(' ');
-  return key === 'client list' || key === 'link list' || key === 'user passkeys' || key === 'group list' || (key === 'prune' && args.options['dry-run'] === true);
+  return key === 'client list' || key === 'client export' || key === 'link list' || key === 'user passkeys' || key === 'group list' || (key === 'prune' && args.options['dry-run'] === true);
 }
 
 function required(args: ParsedArgs, name: string): string {
@@ -193,6 +196,10 @@ export async function runCommand(services: Services, args: ParsedArgs): Promise<
         text: `Updated ${client.client_id}: ${client.client_name}, ${client.active ? 'active' : 'inactive'}, callback ${client.callback_url}`
           + (client.initiate_login_uri ? `, initiate login ${client.initiate_login_uri}` : '') + `; may be used by ${ruleText(client)}`,
       };
+    }
+    case 'client export': {
+      const exported = await exportSeed(services.deps.db);
+      return { json: exported, text: exported.seed.trimEnd() };
     }
     case 'client list': {
       const clients = (await services.clients.listClients()).map(toPublicClient);

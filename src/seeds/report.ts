@@ -32,7 +32,7 @@ function changeLines(name: string, change: string, fields: Record<string, unknow
   const lines = [`${indent}${name}: ${change}`];
   for (const [field, v] of Object.entries(fields ?? {})) {
     const fromTo = v !== null && typeof v === 'object' && 'from' in v && 'to' in v ? `${value(v.from)} -> ${value(v.to)}` : value(v);
-    lines.push(`${indent}    ${field}: ${fromTo}`);
+    lines.push(`${indent}  ${field}: ${fromTo}`);
   }
   return lines;
 }

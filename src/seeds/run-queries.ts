@@ -19,6 +19,11 @@ export async function setRunActor(tx: Queryable, actor: Record<string, unknown>)
   await tx.query('UPDATE pg_temp.seed_run SET actor = $1::jsonb', [json]);
 }
 
+/** Names the runner's own writes after the files (webhooks, --prune): auth.actor only, the audit guard being ended. */
+export async function setRunnerActor(tx: Queryable, actor: Record<string, unknown>): Promise<void> {
+  await tx.query("SELECT set_config('auth.actor', $1, true)", [JSON.stringify(actor)]);
+}
+
 /** What runState compares before and after a file. */
 export interface RunState {
   /** pg_temp.seed_run's oid (null: gone) and the rows written to it in this transaction. */
