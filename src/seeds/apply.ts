@@ -3,14 +3,15 @@ import { lockForMigration } from '../db/migrate.ts';
 import { checkCallbackUrl } from '../clients/service.ts';
 import { AppError } from '../http/errors.ts';
 import { type GuardPolicy, type Lookup } from '../webhooks/address-guard.ts';
-import { changedColumns, type ClientColumn, clientColumns, type ClientRow, clientRows, SECRET_CLIENT_COLUMNS } from './column-queries.ts';
+import { clientColumns, clientRows } from './column-queries.ts';
+import { changedColumns, type ClientColumn, type ClientRow, SECRET_CLIENT_COLUMNS } from './columns.ts';
 import { SeedError, SeedTransactionEndedError } from './errors.ts';
 import { changedDefinitions, writesBeyondClients } from './table-writes.ts';
 import {
   allowSeedCommit, clientCallbacks, type ClientsTable, clientsTable, clientTriggersOff, guardSeedCommit, lockSeedRuns, restoreSessionSettings, sessionSettings, tableStates, transactionId,
   auditHighWater, clientIds, countingRows, linksByClient, otherAuditRowsSince, registeredSubscribers, schemaDefinitions, tablesHeldExclusively,
 } from './queries.ts';
-import { deleteClientsExcept, endRunGuard, runState, runStateTouched, setRunActor, setRunnerActor, writtenClientIds } from './run-queries.ts';
+import { deleteClientsExcept, endRunGuard, runState, runStateTouched, setRunActor, writtenClientIds } from './run-queries.ts';
 import { transactionControl, triggerSwitch } from './scan.ts';
 import { createWebhookStage, stagedWebhooks } from './webhook-queries.ts';
 import { applySeedWebhooks, type WebhookChange } from './webhooks.ts';
@@ -124,9 +125,8 @@ async function run(tx: Queryable, files: readonly SeedFile[], user: string | nul
   await restoreSessionSettings(tx, session);
   const written = await writtenClientIds(tx);
   // the runner's own writes from here: webhooks and --prune, audited with the run as the actor
-  await endRunGuard(tx);
   const runActor = { via: 'seed', file: null, actor: user };
-  await setRunnerActor(tx, { ...runActor, ...(options.prune ? { prune: true } : {}) });
+  await endRunGuard(tx, { ...runActor, ...(options.prune ? { prune: true } : {}) });
   const webhooks = await applySeedWebhooks(tx, await stagedWebhooks(tx), {
     env: options.env ?? {}, policy: options.webhookPolicy ?? { blockPrivate: options.production === true }, lookup: options.lookup, prune: options.prune === true, actor: runActor,
   });

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import { listWebhooks } from '../webhooks/queries.ts';
-import { type ClientColumn, clientColumns, clientRows, type ClientRow } from './column-queries.ts';
+import { clientColumns, clientRows } from './column-queries.ts';
+import type { ClientColumn, ClientRow } from './columns.ts';
 
 /** A webhook as an export writes it: the secret never, only the environment variable to read it from. */
 export interface ExportedWebhook {
@@ -36,7 +37,7 @@ function clientsUpsert(columns: readonly ClientColumn[], rows: readonly ClientRo
   if (rows.length === 0) return '-- no client systems\n';
   const names = columns.map((c) => c.name);
   return [
-    // eslint-disable-next-line no-restricted-syntax -- the text of a seed file, written out for the administrator, never run here
+    // eslint-disable-next-line no-restricted-syntax -- the seed file's text, written for the administrator, never run here
     `INSERT INTO clients (${names.join(', ')}) VALUES`,
     rows.map((row) => `  (${columns.map((c) => literal(row[c.name], c.type)).join(', ')})`).join(',\n'),
     'ON CONFLICT (client_id) DO UPDATE SET',
@@ -51,7 +52,7 @@ function webhooksInsert(webhooks: readonly ExportedWebhook[]): string {
     '-- Webhooks, each named by its URL. Its signing secret is read from the environment variable',
     '-- named here when the file is applied (never written in the file): set each to the secret',
     '-- the webhook has now, or its receiver is sent deliveries signed with another one.',
-    // eslint-disable-next-line no-restricted-syntax -- the text of a seed file, written out for the administrator, never run here
+    // eslint-disable-next-line no-restricted-syntax -- the seed file's text, written for the administrator, never run here
     'INSERT INTO seed_webhooks (url, events, active, secret_env) VALUES',
     webhooks.map((w) => `  (${quote(w.url)}, ${literal(w.events, 'text[]')}, ${w.active}, ${quote(w.secret_env)})`).join(',\n') + ';',
     '',
@@ -60,7 +61,7 @@ function webhooksInsert(webhooks: readonly ExportedWebhook[]): string {
 
 /**
  * The current clients and webhooks as a seed file in the documented upsert form
- * (docs/clients-as-code.md): every documented column of every client (src/seeds/column-queries.ts:
+ * (docs/clients-as-code.md): every documented column of every client (src/seeds/columns.ts:
  * secret hashes, never secrets), and every webhook with the name of the environment variable
  * its secret is to be read from (WEBHOOK_<id>_SECRET). Applied to an empty database it
  * recreates them; applied to the same database it changes nothing.

@@ -19,11 +19,6 @@ export async function setRunActor(tx: Queryable, actor: Record<string, unknown>)
   await tx.query('UPDATE pg_temp.seed_run SET actor = $1::jsonb', [json]);
 }
 
-/** Names the runner's own writes after the files (webhooks, --prune): auth.actor only, the audit guard being ended. */
-export async function setRunnerActor(tx: Queryable, actor: Record<string, unknown>): Promise<void> {
-  await tx.query("SELECT set_config('auth.actor', $1, true)", [JSON.stringify(actor)]);
-}
-
 /** What runState compares before and after a file. */
 export interface RunState {
   /** pg_temp.seed_run's oid (null: gone) and the rows written to it in this transaction. */
@@ -60,9 +55,13 @@ export function runStateTouched(before: RunState, after: RunState): string[] {
   return problems;
 }
 
-/** Ends the audit guard for the runner's own writes after the files (webhooks, --prune): drops pg_temp.seed_run. */
-export async function endRunGuard(tx: Queryable): Promise<void> {
+/**
+ * Ends the audit guard for the runner's own writes after the files (webhooks, --prune): drops
+ * pg_temp.seed_run, and names `actor` (the run, no file) for the clients triggers.
+ */
+export async function endRunGuard(tx: Queryable, actor: Record<string, unknown>): Promise<void> {
   await tx.query('DROP TABLE pg_temp.seed_run');
+  await tx.query("SELECT set_config('auth.actor', $1, true)", [JSON.stringify(actor)]);
 }
 
 /**
