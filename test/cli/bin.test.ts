@@ -108,6 +108,7 @@ describe('every admin command prints exactly one JSON document with --json', () 
       'client new-secret': [],
       'client set-ips': [client.client_id, '127.0.0.1'],
       'client list': [],
+      'client export': [],
       'user create': ['--username', unique('jsonuser'), '--email', `${unique('j')}@example.com`, '--password', 'a long password for json'],
       'user set-password': [user.username, '--password', 'another long password 2931'],
       'user set-active': [user.username, 'true'],

@@ -6,7 +6,7 @@ import { makeClient, makeUser } from '../helpers/factories.ts';
 import { projectWith, seed, seedSql } from '../seeds/support.ts';
 
 /**
- * docs/clients-as-sql.md: "only the service's own rotation (the replaced secret kept, or none)
+ * docs/clients-as-code.md: "only the service's own rotation (the replaced secret kept, or none)
  * stays client.rotate_secret"; any other state of the previous secret is named. A seed (or
  * psql) that replaces the secret while an earlier grace runs leaves a previous secret that is
  * neither: the secret it replaced stops at once, and an older one keeps working.

@@ -7,7 +7,7 @@ import { browserSuite, signInPage } from '../pages/browser-support.ts';
 import { logoUrlProblem } from '../../src/validation/logo-url.ts';
 
 /**
- * docs/clients-as-sql.md: the clients table is written by hand (seed files, psql) as well as by
+ * docs/clients-as-code.md: the clients table is written by hand (seed files, psql) as well as by
  * the service, and "reading is defensive anyway". Client logos are only a path under /assets or
  * a base64 data: image (docs/pages-for-people.md), but the database bounds their length only. A
  * logo written in SQL as a same-origin address the service itself refuses (here /sso/logout,

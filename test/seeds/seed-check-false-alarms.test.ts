@@ -25,7 +25,7 @@ describe.skipIf(onPostgres)('a seed on a database whose schema name needs quotin
   });
   afterAll(() => db?.close());
 
-  it('applies the upsert of docs/clients-as-sql.md', async () => {
+  it('applies the upsert of docs/clients-as-code.md', async () => {
     expect((await applySeeds(db, [{ name: 'clients.sql', sql: billing('Billing') }])).created).toStrictEqual(['billing']);
   });
 });

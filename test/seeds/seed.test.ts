@@ -189,9 +189,9 @@ describe('client systems as SQL seeds', () => {
 
   it('refuses the shipped example file as it is (no example secret ever works), and applies it once real hashes are put in', async () => {
     const example = await readFile(path.join(ROOT, 'seeds/example.sql.sample'), 'utf8');
-    const readme = await readFile(path.join(ROOT, 'docs/clients-as-sql.md'), 'utf8');
+    const readme = await readFile(path.join(ROOT, 'docs/clients-as-code.md'), 'utf8');
     const insert = example.slice(example.indexOf('INSERT INTO clients'));
-    expect(readme, 'docs/clients-as-sql.md shows the example file').toContain(insert.trim());
+    expect(readme, 'docs/clients-as-code.md shows the example file').toContain(insert.trim());
     const asShipped = await apply({ 'seeds/clients.sql': example });
     expect(asShipped.code).not.toBe(0);
     expect(asShipped.stderr).toMatch(/secret_hash/);
