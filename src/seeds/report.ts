@@ -49,7 +49,8 @@ export function planText(r: SeedResult): string {
 /** A check: the differences between the database and the files, or that there are none. */
 export function checkText(r: SeedResult): string {
   const d = differences(r);
-  if (d.clients.length === 0 && d.webhooks.length === 0) return `The database matches ${r.files.join(', ')}: ${r.clients.length} clients, ${r.webhooks.length} webhooks.`;
+  const n = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
+  if (d.clients.length === 0 && d.webhooks.length === 0) return `The database matches ${r.files.join(', ')}: ${n(r.clients.length, 'client')}, ${n(r.webhooks.length, 'webhook')}.`;
   const meaning: Record<string, string> = {
     created: 'in the files, not in the database',
     changed: 'differs (database -> files)',
