@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../src/clients/credentials.ts';
+import { applySeeds } from '../../src/seeds/apply.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { admin } from '../helpers/cli.ts';
@@ -170,6 +171,25 @@ describe('client systems as code', () => {
       const exported = await admin(app, ['client', 'export']);
       expect(exported.stdout).toMatch(new RegExp(`INSERT INTO seed_webhooks \\(url, events, active, secret_env\\) VALUES\\n  \\('${receiver.url}', ARRAY\\['client.registered'\\]::text\\[\\], true, 'WEBHOOK_\\d+_SECRET'\\);`));
       expect(exported.stdout).not.toContain(env.HOOK_SECRET);
+
+      // turned off by the files: planned as such, then closed as the panel's Disable closes it
+      const off = await projectWith({ 'seeds/clients.sql': seedSql([billing, wiki, { ...wiki, id: 'newcomer', name: 'Newcomer' }]), 'seeds/hooks.sql': hook.replace('true', 'false') });
+      expect((await seed(app, off, ['--plan'], env)).stdout).toContain(`  ${receiver.url}: webhook changed\n    active: true -> false\n`);
+      expect((await seed(app, off, [], env)).code).toBe(0);
+      expect((await app.db.query<{ active: boolean }>('SELECT active FROM webhooks WHERE url = $1', [receiver.url])).rows).toStrictEqual([{ active: false }]);
+
+      // a webhook not in the files: reported by a check, kept by an apply, deleted (audited) by --prune
+      const other = await app.services.webhooks.register({ url: 'http://127.0.0.1:9/other', events: ['user.login'], secret: 'another-webhook-secret' }, { via: 'cli' });
+      const drift = await seed(app, off, ['--check'], env);
+      expect([drift.code, drift.stdout]).toStrictEqual([1, `The database differs from seeds/clients.sql, seeds/hooks.sql:\n  http://127.0.0.1:9/other: webhook in the database, not in the files\n`]);
+      expect((await seed(app, off, ['--prune'], env)).code).toBe(0);
+      const deleted = await app.db.query<{ details: any }>("SELECT details FROM audit_log WHERE action = 'webhook.delete'");
+      expect(deleted.rows.map((r) => (typeof r.details === 'string' ? JSON.parse(r.details) : r.details))).toMatchObject([{ via: 'seed', prune: true, webhook_id: other.id }]);
+      expect((await seed(app, off, ['--check'], env)).code).toBe(0);
+
+      // in production the address guard holds, as at registration
+      await expect(applySeeds(app.db, [{ name: 'h.sql', sql: hook }], {}, { env, webhookPolicy: { blockPrivate: true } }))
+        .rejects.toThrow(`h.sql: webhook ${receiver.url}: The host 127.0.0.1 is a loopback address; webhooks may only reach public addresses`);
     } finally {
       await receiver.close();
     }
