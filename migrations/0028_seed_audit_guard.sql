@@ -5,8 +5,8 @@
 -- own entries named someone else.
 --
 -- While a seed run is under way in this session (the runner's temporary table seed_run exists:
--- src/seeds/queries.ts guardSeedRun, which also refuses a file that drops, recreates or writes
--- that table), an audit entry is accepted only
+-- guardSeedCommit in src/seeds/queries.ts creates it; src/seeds/run-queries.ts refuses a file
+-- that drops, recreates or writes it), an audit entry is accepted only
 --   * from inside a trigger (pg_trigger_depth() > 1): a statement of the file, a DO block or a
 --     rule writes at depth 1; the runner refuses a file that creates or replaces a trigger or a
 --     function, so the only triggers are the schema's own;
