@@ -66,6 +66,21 @@ describe('client systems as code', () => {
     expect(message(refusedPlan.stderr)).toContain('"localhost"');
     expect(message(refusedPlan.stderr)).toBe(message(refusedApply.stderr));
     expect({ counts: await counts(), rows: await rows() }).toStrictEqual(before);
+
+    // nor announced: the clients' change notification goes with the rollback
+    const heard: string[] = [];
+    let on!: () => void;
+    const listening = new Promise<void>((resolve) => { on = resolve; });
+    const listener = app.db.listen!('auth_client_changed', { notify: (p) => void heard.push(p), listening: (yes) => yes && on() });
+    try {
+      await listening;
+      expect((await seed(app, await files(edited), ['--plan'])).code).toBe(0);
+      await app.db.query("SELECT pg_notify('auth_client_changed', 'marker')");
+      for (let i = 0; i < 200 && !heard.includes('marker'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toStrictEqual(['marker']);
+    } finally {
+      await listener.close();
+    }
   });
 
   it('--check exits 1 after a change in the admin API and for a client made by the CLI; 0 after re-applying (and --prune)', async () => {
