@@ -27,8 +27,13 @@ export interface ProviderParts {
   /** The cookie keys (the session keys: SESSION_SECRET first, then the previous ones). */
   cookieKeys: string[];
   clientMetadata(clientId: string): Promise<Record<string, unknown> | undefined>;
-  /** An active user by id; undefined for an unknown or inactive one (who then gets no token). */
-  findUser(id: number): Promise<UserRecord | undefined>;
+  /**
+   * An active user by id whom the client's access rule admits now (docs/access.md), with their
+   * `roles` (role and groups, rolesOf); undefined for an unknown or inactive user, or one the
+   * rule no longer admits: the provider then issues nothing (a code or refresh token is
+   * invalid_grant, an access token at userinfo invalid_token).
+   */
+  findAccount(id: number, clientId: string | undefined): Promise<{ user: UserRecord; roles: string[] } | undefined>;
   renderError: NonNullable<Configuration['renderError']>;
   logoutSource: NonNullable<NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource']>;
   postLogoutSuccessSource: NonNullable<NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['postLogoutSuccessSource']>;
@@ -63,13 +68,14 @@ export function createProvider(parts: ProviderParts): Provider {
       long: { secure: production, sameSite: 'lax', httpOnly: true },
       short: { secure: production, sameSite: 'lax', httpOnly: true },
     },
-    async findAccount(_ctx, id) {
-      const user = /^\d{1,15}$/.test(id) ? await parts.findUser(Number(id)) : undefined;
-      if (!user) return undefined;
+    async findAccount(ctx, id) {
+      const found = /^\d{1,15}$/.test(id) ? await parts.findAccount(Number(id), ctx.oidc?.client?.clientId) : undefined;
+      if (!found) return undefined;
+      const { user, roles } = found;
       return {
         accountId: id,
         async claims() {
-          return { sub: id, name: user.full_name, preferred_username: user.username, email: user.email, roles: [user.role] };
+          return { sub: id, name: user.full_name, preferred_username: user.username, email: user.email, roles };
         },
       };
     },

@@ -7,7 +7,9 @@ import type { ClientService } from '../clients/service.ts';
 import type { Deps } from '../context.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { quietly } from '../logging/logger.ts';
+import { accessOf, groupsOfUser } from '../access/queries.ts';
 import { findUserById } from '../users/queries.ts';
+import { rolesOf } from '../users/roles.ts';
 import type { UserRecord } from '../users/user.ts';
 import { clientMetadata, IP_REFUSED, secretCheck } from './clients.ts';
 import { loadOidcKeys, type SigningJwk } from './keys.ts';
@@ -33,9 +35,13 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
   let cookieKeys: string[] = [];
   const checkSecret = secretCheck(clients);
 
-  const findUser = async (id: number): Promise<UserRecord | undefined> => {
+  const findAccount = async (id: number, clientId: string | undefined): Promise<{ user: UserRecord; roles: string[] } | undefined> => {
     const user = await findUserById(db, id);
-    return user?.active ? user : undefined;
+    if (!user?.active) return undefined;
+    if (clientId === undefined) return { user, roles: rolesOf(user, await groupsOfUser(db, id)) };
+    // the client's access rule, read now: a user who left the group gets nothing more (docs/access.md)
+    const access = await accessOf(db, id, clientId);
+    return access.admitted ? { user, roles: rolesOf(user, access.groups) } : undefined;
   };
 
   /** Audits what the provider did, with the caller's address; never fails the answer. */
@@ -110,7 +116,7 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     if (!views) throw new Error('the OpenID Connect pages are not attached (attachViews)');
     keys ??= loadOidcKeys(deps.config);
     const built = createProvider({
-      config: deps.config, db, keys, cookieKeys, findUser,
+      config: deps.config, db, keys, cookieKeys, findAccount,
       renderError: views.renderError, logoutSource: views.logoutSource, postLogoutSuccessSource: views.postLogoutSuccessSource,
       clientMetadata: async (id) => {
         const client = await clients.findClient(id);
@@ -170,6 +176,18 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
       }
     },
     revokeAccountTokens: (userId: number) => revokeAccountTokens(db, String(userId)),
+    /**
+     * Whether the client's access rule admits this signed-in user now (docs/access.md); a refusal
+     * is audited as a failed OpenID Connect sign-in (reason access_denied), with no user.login.
+     */
+    async admits(req: Request, user: Pick<UserRecord, 'id' | 'username'>, clientId: string): Promise<boolean> {
+      if ((await accessOf(db, user.id, clientId)).admitted) return true;
+      await writeAudit(db, {
+        action: 'oidc.sign_in', outcome: 'failure', userId: user.id, username: user.username, clientId,
+        ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, details: { reason: 'access_denied' },
+      });
+      return false;
+    },
   };
 }
 

@@ -29,6 +29,8 @@ export interface OidcLoginTarget {
   redirectUri: string;
   forceLogin: boolean;
   finish(req: Request, res: Response, user: UserRecord): Promise<void>;
+  /** Ends the authorization request with `error=access_denied` to the client's redirect URI (OAuth 2.0, 4.1.2.1). */
+  deny(req: Request, res: Response, description: string): Promise<void>;
 }
 
 const DEFAULT_NEXT = '/dashboard';

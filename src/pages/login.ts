@@ -108,7 +108,7 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     const target = loginTarget(res);
     const form = input(res, loginFormSchema);
     // a client system's sign-in is refused, once the credentials are right, to a user its rule does not admit
-    const ctx = { ...requestContext(req), via: 'page' as const, ...(target.kind === 'client' ? { forClient: target.client } : {}) };
+    const ctx = { ...requestContext(req), via: 'page' as const, ...(target.kind === 'client' || target.kind === 'oidc' ? { forClient: target.client } : {}) };
     let result: { user: UserRecord; twoFactorUsed: boolean; credentialsVersion: string };
     if (form.step === 'passkey') {
       // a user-verified passkey is both factors: no code is asked for (src/passkeys/service.ts)
@@ -156,6 +156,11 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     if (err.code === ACCESS_DENIED && target.kind === 'client') {
       forgetPendingLogin(req);
       return renderNoAccess(req, res, target.client, login);
+    }
+    // OpenID Connect: the refusal goes to the client's redirect URI, as OAuth has it
+    if (err.code === ACCESS_DENIED && target.kind === 'oidc') {
+      forgetPendingLogin(req);
+      return target.deny(req, res, err.message);
     }
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);

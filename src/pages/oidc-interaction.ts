@@ -55,8 +55,16 @@ export function oidcTarget(s: { oidc: OidcService; clients: Pick<ClientService, 
       redirectUri: String(details.params.redirect_uri),
       forceLogin: reasons.includes('login_prompt') || reasons.includes('max_age'),
       async finish(request: Request, response: Response, user: UserRecord) {
+        // a browser signed in already is held to the client's access rule here (a password or
+        // passkey sign-in was, before its session: src/auth/service.ts, src/passkeys/service.ts)
+        if (!(await s.oidc.admits(request, user, client.client_id))) return target.deny(request, response, `You do not have access to ${client.client_name}`);
         const ts = request.session?.authTime ?? Math.floor(Date.now() / 1000);
         const to = await provider.interactionResult(request, response, { login: { accountId: String(user.id), ts } }, { mergeWithLastSubmission: false });
+        response.redirect(303, to);
+      },
+      async deny(request: Request, response: Response, description: string) {
+        const to = await provider.interactionResult(request, response, { error: 'access_denied', error_description: description }, { mergeWithLastSubmission: false });
+        response.setHeader('Cache-Control', 'no-store');
         response.redirect(303, to);
       },
     };

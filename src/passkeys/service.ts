@@ -9,6 +9,9 @@ import { createLoginFailures, type LoginInput } from '../auth/login-failures.ts'
 import { activeLock, resetLoginFailures } from '../auth/queries.ts';
 import type { AuthService } from '../auth/service.ts';
 import { OWN_SYSTEM } from '../auth/sign-out.ts';
+import { mayUseClient } from '../access/service.ts';
+import type { ClientRecord } from '../clients/client.ts';
+import { accessDenied } from '../sso/service.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { metricFailureReason } from '../auth/login-failures.ts';
@@ -31,6 +34,8 @@ export interface CeremonyContext {
   ipAddress: string;
   userAgent: string | null;
   via: 'page' | 'api';
+  /** The client system the sign-in is for (the sign-in page's target): refused to a user its access rule does not admit. */
+  forClient?: Pick<ClientRecord, 'client_id' | 'client_name'>;
 }
 
 /** The one answer to every refused passkey sign-in: nothing says which check failed. */
@@ -153,6 +158,14 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
       // the counter the check saw is still the stored one: a second use of the same answer finds it moved
       if (!(await recordPasskeyUse(tx, passkey.id, passkey.counter, newCounter))) return { state: 'replayed' as const };
       await resetLoginFailures(tx, login);
+      if (ctx.forClient && !(await mayUseClient(tx, user.id, ctx.forClient.client_id))) {
+        // a passkey of a user the client's rule does not admit: no session, no user.login (as auth.login)
+        await writeAudit(tx, {
+          action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
+          clientId: ctx.forClient.client_id, details: { via: ctx.via, method: 'passkey', passkey_id: passkey.id, reason: 'access_denied', two_factor: true },
+        });
+        return { state: 'access_denied' as const };
+      }
       await writeAudit(tx, {
         action: 'user.login', outcome: 'success', userId: user.id, username: user.username, ipAddress: ctx.ipAddress,
         userAgent: ctx.userAgent, details: { via: ctx.via, method: 'passkey', passkey_id: passkey.id, two_factor: true },
@@ -163,6 +176,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
       return { state: 'signed_in' as const, version: now.version };
     });
     if (outcome.state === 'must_change') throw new PasswordChangeRequired(user.id, true);
+    if (outcome.state === 'access_denied') throw accessDenied(ctx.forClient!.client_name);
     if (outcome.state !== 'signed_in') {
       return fail(login, loginUser(user), outcome.state === 'inactive' ? 'user_inactive' : 'invalid_passkey', input).catch(asPasskeyRefusal);
     }
