@@ -10,10 +10,12 @@ ALTER TABLE clients
   ADD COLUMN public boolean NOT NULL DEFAULT false,
   ADD COLUMN backchannel_logout_uri text;
 
+-- Functions keep the search_path they were created with: a seed from pg_dump empties it.
+
 -- Every entry an absolute http(s) URL with a host, no credentials, no fragment (as callback_url),
 -- at most 20 of them.
 CREATE FUNCTION client_urls_are_valid(urls text[]) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE SET search_path FROM CURRENT AS $$
   SELECT urls IS NOT NULL
      AND coalesce(array_length(urls, 1), 0) <= 20
      AND NOT EXISTS (SELECT 1 FROM unnest(urls) AS u WHERE NOT coalesce(client_callback_url_is_valid(u), false))
@@ -29,7 +31,7 @@ ALTER TABLE clients
 -- The check of clients_before_write (migration 0002) runs first (triggers fire in name order):
 -- this one says which entry is wrong, and moves updated_at when only these columns changed.
 CREATE FUNCTION clients_before_write_oidc() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   entry text;
 BEGIN
@@ -56,7 +58,7 @@ CREATE TRIGGER clients_before_write_oidc BEFORE INSERT OR UPDATE ON clients
 -- Changes of these columns are audited as client.update naming them (the audit of migration
 -- 0002 names the columns it knows), with the same actor.
 CREATE FUNCTION clients_after_write_oidc() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   actor constant jsonb := clients_change_actor();
   changed jsonb;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -101,6 +102,9 @@ describe('every admin command prints exactly one JSON document with --json', () 
     const fresh = unique('json');
     const kept = unique('json-kept-');
     await app.services.access.createGroup(kept, { via: 'cli' });
+    const passkey = (await app.db.query<{ id: number }>(
+      'INSERT INTO passkeys (user_id, credential_id, public_key, name) VALUES ($1, $2, $3, $4) RETURNING id',
+      [user.id, randomBytes(32).toString('base64url'), randomBytes(77), 'Json key'])).rows[0].id;
     const argsOf: Record<string, string[]> = {
       'client create': ['--name', 'Json', '--callback-url', 'https://json.example/cb', '--id', fresh],
       'client rotate-secret': [client.client_id],
@@ -113,6 +117,8 @@ describe('every admin command prints exactly one JSON document with --json', () 
       'user set-password': [user.username, '--password', 'another long password 2931'],
       'user set-active': [user.username, 'true'],
       'user unlock': [user.username],
+      'user passkeys': [user.username],
+      'user remove-passkey': [user.username, String(passkey)],
       'link list': ['--status', 'pending'],
       'group create': [fresh],
       'group delete': [fresh],

@@ -46,6 +46,15 @@ describe('client systems as code', () => {
       '    previous_secret_hash: null',
       '    previous_secret_expires_at: null',
       '    logo_url: null',
+      // the columns of later migrations, in table order (read from the catalog)
+      '    initiate_login_uri: null',
+      '    redirect_uris: []',
+      '    post_logout_redirect_uris: []',
+      '    public: false',
+      '    backchannel_logout_uri: null',
+      '    allow_groups: []',
+      '    allow_roles: []',
+      '    listed: true',
       '',
     ].join('\n'));
     expect(plan.stdout).not.toContain(hashClientSecret('billing-secret-2'));
