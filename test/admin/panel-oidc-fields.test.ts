@@ -91,7 +91,7 @@ describe('admin panel: the OpenID Connect fields of a client system', () => {
       callback_url: 'https://spa.example/cb', allowed_ips: '', redirect_uris: 'https://spa.example/cb', public: 'on',
     });
     expect(made.status, made.text.slice(0, 2000)).toBeLessThan(400);
-    const shown = made.status === 303 ? await s.get(made.headers.location) : made;
+    const shown = made.status === 303 ? await s.get(String(made.headers.location)) : made;
     expect(shown.text).not.toMatch(/data-secret|id="client-secret"/);
     expect(shown.text).toMatch(/public client/);
     const c = (await app.services.clients.findClient('spa-panel'))!;
