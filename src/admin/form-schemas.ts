@@ -16,6 +16,10 @@ export const clientForm = z.object({
   logo_url: text(15000).default(''),
   /** Where the dashboard's one-click sign-in starts the client's own sign-in; blank for none. */
   initiate_login_uri: text(2048).default(''),
+  /** OpenID Connect: the redirect URIs and post-logout redirect URIs, one a line; the back-channel logout URL, blank for none. */
+  redirect_uris: text(42000).default(''),
+  post_logout_redirect_uris: text(42000).default(''),
+  backchannel_logout_uri: text(2048).default(''),
   submission,
   // the values the edit page showed (editedFields, src/admin/panel-common.ts)
   was_client_name: text(200).optional(),
@@ -23,11 +27,16 @@ export const clientForm = z.object({
   was_allowed_ips: text(8000).optional(),
   was_logo_url: text(15000).optional(),
   was_initiate_login_uri: text(2048).optional(),
+  was_redirect_uris: text(42000).optional(),
+  was_post_logout_redirect_uris: text(42000).optional(),
+  was_backchannel_logout_uri: text(2048).optional(),
 });
 
 /** Register a client system: the edit form's fields, and the id, chosen (checked as the CLI's --id) or blank for one made from the name. */
 export const clientCreateForm = clientForm.extend({
   client_id: text(64).trim().default(''),
+  /** A public client (single-page or native app, PKCE): no secret is made. */
+  public: checkbox,
 });
 
 /** Regenerate a client secret: how long the old one keeps working, in seconds (0: not at all). */

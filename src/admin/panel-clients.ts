@@ -13,19 +13,28 @@ import { checked, editedFields, refusedEdit, refusedForm, renderAdmin, splitList
 
 type ClientFormValues = {
   client_name: string; callback_url: string; allowed_ips: string; allow_everything?: string; logo_url?: string; initiate_login_uri?: string; client_id?: string;
+  redirect_uris?: string; post_logout_redirect_uris?: string; backchannel_logout_uri?: string; public?: string;
 };
 
 /** The fields of the edit form, each saved only when the administrator changed it (editedFields). */
-const CLIENT_FIELDS = ['client_name', 'callback_url', 'initiate_login_uri', 'allowed_ips', 'logo_url'] as const;
+const CLIENT_FIELDS = ['client_name', 'callback_url', 'initiate_login_uri', 'allowed_ips', 'logo_url', 'redirect_uris', 'post_logout_redirect_uris', 'backchannel_logout_uri'] as const;
+type ClientField = (typeof CLIENT_FIELDS)[number];
+const LIST_FIELDS = new Set<ClientField>(['allowed_ips', 'redirect_uris', 'post_logout_redirect_uris']);
 
-/** A shown value as editableValues writes it: the allow list one entry a line (a browser sends its lines as CRLF), the rest as sent. */
-function splitOrKeep(field: (typeof CLIENT_FIELDS)[number], value: string): string {
-  return field === 'allowed_ips' ? splitList(value).join('\n') : value;
+/** A shown value as editableValues writes it: a list one entry a line (a browser sends its lines as CRLF), the rest as sent. */
+function splitOrKeep(field: ClientField, value: string): string {
+  return LIST_FIELDS.has(field) ? splitList(value).join('\n') : value;
 }
 
-/** Two values of a field as the service stores them: an allow list by its entries, the rest trimmed. */
-function sameClientValue(field: (typeof CLIENT_FIELDS)[number], a: string, b: string): boolean {
-  return field === 'allowed_ips' ? splitList(a).join(' ') === splitList(b).join(' ') : a.trim() === b.trim();
+/** Two values of a field as the service stores them: a list by its entries, the rest trimmed. */
+function sameClientValue(field: ClientField, a: string, b: string): boolean {
+  return LIST_FIELDS.has(field) ? splitList(a).join(' ') === splitList(b).join(' ') : a.trim() === b.trim();
+}
+
+/** A refused URL of the OpenID Connect fields ("redirect_uris: ...") is that field's problem, marked on it. */
+function withField(err: unknown): unknown {
+  const field = err instanceof AppError && err.code === 'invalid_redirect_uri' ? /^(\w+):/.exec(err.message)?.[1] : undefined;
+  return field && err instanceof AppError ? new AppError(err.status, err.code, err.message, { extra: { ...err.extra, field } }) : err;
 }
 
 function previousUntilOf(c: ClientRecord): string | null {
@@ -95,7 +104,17 @@ export function clientPanel(deps: { clients: ClientService; access: AccessServic
       allowEverything: checked(form.allow_everything),
       logoUrl: form.logo_url,
       initiateLoginUri: form.initiate_login_uri,
+      redirectUris: splitList(form.redirect_uris),
+      postLogoutRedirectUris: splitList(form.post_logout_redirect_uris),
+      backchannelLogoutUri: form.backchannel_logout_uri.trim() === '' ? null : form.backchannel_logout_uri.trim(),
+      public: checked(form.public),
     }, actorOf(req, res, 'admin_panel')));
+    // a public client has no secret: none is shown (as the API's answer has none)
+    if (client.public) {
+      flashNext(req, { type: 'success', text: `${client.client_name} is registered as a public client: it has no secret.` });
+      res.redirect(303, `/admin/clients/${encodeURIComponent(client.client_id)}`);
+      return;
+    }
     await renderRevealed(req, res, client, { secret, reason: 'created' });
   };
 
@@ -107,7 +126,7 @@ export function clientPanel(deps: { clients: ClientService; access: AccessServic
   const update: RequestHandler = async (req, res) => {
     const clientId = clientIdParam(req);
     const form = input(res, clientForm);
-    const typed = { client_name: form.client_name, callback_url: form.callback_url, initiate_login_uri: form.initiate_login_uri, allowed_ips: form.allowed_ips, logo_url: form.logo_url };
+    const typed = Object.fromEntries(CLIENT_FIELDS.map((f) => [f, form[f]])) as Record<ClientField, string>;
     const edited = new Set(editedFields(CLIENT_FIELDS, typed, form, sameClientValue));
     const shown = Object.fromEntries(CLIENT_FIELDS.flatMap((f) => (edited.has(f) && form[`was_${f}`] !== undefined ? [[f, splitOrKeep(f, form[`was_${f}`]!)]] : [])));
     await clients.updateClient(clientId, {
@@ -117,6 +136,9 @@ export function clientPanel(deps: { clients: ClientService; access: AccessServic
       allowEverything: checked(form.allow_everything),
       logoUrl: edited.has('logo_url') ? form.logo_url : undefined,
       initiateLoginUri: edited.has('initiate_login_uri') ? form.initiate_login_uri : undefined,
+      redirectUris: edited.has('redirect_uris') ? splitList(form.redirect_uris) : undefined,
+      postLogoutRedirectUris: edited.has('post_logout_redirect_uris') ? splitList(form.post_logout_redirect_uris) : undefined,
+      backchannelLogoutUri: edited.has('backchannel_logout_uri') ? (form.backchannel_logout_uri.trim() === '' ? null : form.backchannel_logout_uri.trim()) : undefined,
     }, actorOf(req, res, 'admin_panel'), shown);
     flashNext(req, { type: 'success', text: 'The client system was saved. The allow list applies to the next request.' });
     res.redirect(303, `/admin/clients/${encodeURIComponent(clientId)}`);
@@ -148,14 +170,14 @@ export function clientPanel(deps: { clients: ClientService; access: AccessServic
     const posted = req.body as ClientFormValues;
     // an id chosen on the form that is taken is that field's problem (one made from the name, the name's)
     const chosenId = typeof posted.client_id === 'string' && posted.client_id.trim() !== '';
-    await renderList(req, res, posted, chosenId && err.code === 'client_exists' ? new AppError(err.status, err.code, err.message, { extra: { field: 'client_id' } }) : err);
+    await renderList(req, res, posted, chosenId && err.code === 'client_exists' ? new AppError(err.status, err.code, err.message, { extra: { field: 'client_id' } }) : withField(err));
   };
   const updateFailed = async (err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!(err instanceof AppError) || err.status >= 500 || [401, 403, 404, 429].includes(err.status)) return next(err);
     const client = await clientOr404(req);
     const posted = req.body as Record<string, unknown>;
     const { form, shown } = refusedEdit(CLIENT_FIELDS, posted, editableValues(client), err, sameClientValue);
-    await renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, err, shown);
+    await renderDetail(req, res, client, { ...form, allow_everything: typeof posted.allow_everything === 'string' ? posted.allow_everything : undefined }, withField(err), shown);
   };
 
   return { list, create, show, update, setActive, confirmRegenerate, regenerate, createFailed, updateFailed };

@@ -66,13 +66,16 @@ export function toPublicClient(c: ClientRecord): PublicClient {
 /** The values an editing page showed of the fields it saves, as editableValues gives them (409 edit_conflict when one has moved since). */
 export type ShownClient = Partial<Record<EditableField, string>>;
 
-type EditableField = 'client_name' | 'callback_url' | 'initiate_login_uri' | 'allowed_ips' | 'logo_url';
+type EditableField = 'client_name' | 'callback_url' | 'initiate_login_uri' | 'allowed_ips' | 'logo_url'
+  | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri';
 
-/** A client's editable fields as an editing page shows them: the allow list one entry a line, no logo or initiate-login URL as ''. */
+/** A client's editable fields as an editing page shows them: the lists one entry a line, no logo, initiate-login or back-channel URL as ''. */
 export function editableValues(c: ClientRecord): Record<EditableField, string> {
   return {
     client_name: c.client_name, callback_url: c.callback_url, initiate_login_uri: c.initiate_login_uri ?? '',
     allowed_ips: c.allowed_ips.join('\n'), logo_url: c.logo_url ?? '',
+    redirect_uris: c.redirect_uris.join('\n'), post_logout_redirect_uris: c.post_logout_redirect_uris.join('\n'),
+    backchannel_logout_uri: c.backchannel_logout_uri ?? '',
   };
 }
 
@@ -319,6 +322,8 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
             client_name: changes.clientName, callback_url: changes.callbackUrl,
             allowed_ips: changes.allowedIps?.join('\n'), logo_url: changes.logoUrl === undefined ? undefined : changes.logoUrl ?? '',
             initiate_login_uri: changes.initiateLoginUri === undefined ? undefined : changes.initiateLoginUri ?? '',
+            redirect_uris: changes.redirectUris?.join('\n'), post_logout_redirect_uris: changes.postLogoutRedirectUris?.join('\n'),
+            backchannel_logout_uri: changes.backchannelLogoutUri === undefined ? undefined : changes.backchannelLogoutUri ?? '',
           });
         }
         const updated = await updateClient(tx, clientId, changes);
