@@ -7,8 +7,8 @@
  * command line. The large one then gets SCALE_USERS users (default 1,000,000) and SCALE_ROWS
  * (default 10,000,000) sso_tokens rows and as many audit_log rows, written with INSERT ... SELECT
  * generate_series (one bcrypt hash, computed once, for every user), then ANALYZE. The service
- * (dist/server.js, built first) then serves each database in turn, and autocannon drives every
- * operation for SCALE_SECONDS (default 10) at SCALE_CONNECTIONS (default 20; sign-in at 4):
+ * (dist/server.js, built first) serves both databases at once (two processes), and autocannon drives every
+ * operation, on the empty side then on the large one, for SCALE_SECONDS (default 10) at SCALE_CONNECTIONS (default 20; sign-in at 4):
  * token issue, validation (of the tokens issued), sign-in, the admin user search
  * (GET /api/admin/users?q=), the audit API's first page and a filtered page.
  * Quick setting: SCALE_USERS=100000 SCALE_ROWS=1000000.
@@ -80,55 +80,78 @@ async function op(options: Parameters<typeof loadUntilLastAnswer>[0], onBody?: (
   return { 'req/s': Math.round(result.requests.total / seconds), p99_ms: Math.round(quantile(latencies, 0.99) * 10) / 10, non2xx: result.non2xx };
 }
 
-async function measure(label: string, large: boolean, entry: string): Promise<Results> {
+interface Side { base: string; bearer: string; creds: { client_id: string; client_secret: string }; stop(): Promise<void> }
+
+/** A fresh database (large: filled), the bench client and admin, and the service on it. */
+async function prepare(label: string, large: boolean, entry: string): Promise<Side> {
   const db = await benchDatabase(adminUrl, 'bench_scale');
-  const results: Results = new Map();
-  try {
-    const env = benchServiceEnv(db.url);
-    const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', PASSWORD]);
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    await sql.query("UPDATE users SET role = 'admin' WHERE username = 'bench'");
-    await sql.end();
-    if (large) {
-      console.log(`${label}: writing the data set`);
-      await fill(db.url, client.client_id);
-    }
-    const creds = { client_id: client.client_id, client_secret: client.client_secret };
-    const { child, port } = await startProcess(entry, env, '/readyz');
-    const base = `http://127.0.0.1:${port}`;
-    try {
-      const bearer = (await postJson(`${base}/api/login`, { username: 'bench', password: PASSWORD })).token;
-      if (!bearer) throw new Error('no admin access token from POST /api/login');
-      const json = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
-      const auth = { headers: { authorization: `Bearer ${bearer}` } };
-      const tokens: string[] = [];
-      results.set('POST /api/sso/token', await op({ ...json, url: `${base}/api/sso/token`, connections: CONNECTIONS, duration: SECONDS, body: JSON.stringify({ ...creds, username: 'bench' }) },
-        (status, body) => { if (status === 200) tokens.push(JSON.parse(body).token); }));
-      let next = 0;
-      results.set('POST /api/sso/validate', await op({
-        ...json, url: `${base}/api/sso/validate`, connections: CONNECTIONS, amount: tokens.length,
-        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
-      }));
-      results.set('POST /api/auth/login (cost 4)', await op({ ...json, url: `${base}/api/auth/login`, connections: 4, duration: SECONDS, body: JSON.stringify({ login: 'bench', password: PASSWORD }) }));
-      results.set('GET /api/admin/users?q=son 12345', await op({ ...auth, url: `${base}/api/admin/users?q=son%2012345&limit=50`, connections: CONNECTIONS, duration: SECONDS }));
-      results.set('GET /api/admin/users?q=zzz (no match)', await op({ ...auth, url: `${base}/api/admin/users?q=zzz&limit=50`, connections: CONNECTIONS, duration: SECONDS }));
-      results.set('GET /api/admin/audit?limit=50', await op({ ...auth, url: `${base}/api/admin/audit?limit=50`, connections: CONNECTIONS, duration: SECONDS }));
-      results.set('GET /api/admin/audit?action=user.login&outcome=failure', await op({ ...auth, url: `${base}/api/admin/audit?action=user.login&outcome=failure&limit=50`, connections: CONNECTIONS, duration: SECONDS }));
-    } finally {
-      await stopProcess(child);
-    }
-  } finally {
-    await db.drop();
+  const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+  adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', PASSWORD]);
+  const sql = new pg.Client({ connectionString: db.url });
+  await sql.connect();
+  await sql.query("UPDATE users SET role = 'admin' WHERE username = 'bench'");
+  await sql.end();
+  if (large) {
+    console.log(`${label}: writing the data set`);
+    await fill(db.url, client.client_id);
   }
-  return results;
+  const { child, port } = await startProcess(entry, benchServiceEnv(db.url), '/readyz');
+  const base = `http://127.0.0.1:${port}`;
+  const bearer = (await postJson(`${base}/api/login`, { username: 'bench', password: PASSWORD })).token;
+  if (!bearer) throw new Error('no admin access token from POST /api/login');
+  return {
+    base, bearer, creds: { client_id: client.client_id, client_secret: client.client_secret },
+    async stop() {
+      await stopProcess(child);
+      await db.drop();
+    },
+  };
+}
+
+/** The operations, in order, each run on one side; validation validates the tokens that side's issue gave. */
+function operations(tokensOf: Map<Side, string[]>): [string, (side: Side) => Promise<Op>][] {
+  const json = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
+  const auth = (side: Side) => ({ headers: { authorization: `Bearer ${side.bearer}` } });
+  const get = (path: string) => (side: Side) => op({ ...auth(side), url: `${side.base}${path}`, connections: CONNECTIONS, duration: SECONDS });
+  return [
+    ['POST /api/sso/token', (side) => {
+      const tokens: string[] = [];
+      tokensOf.set(side, tokens);
+      return op({ ...json, url: `${side.base}/api/sso/token`, connections: CONNECTIONS, duration: SECONDS, body: JSON.stringify({ ...side.creds, username: 'bench' }) },
+        (status, body) => { if (status === 200) tokens.push(JSON.parse(body).token); });
+    }],
+    ['POST /api/sso/validate', (side) => {
+      const tokens = tokensOf.get(side) ?? [];
+      let next = 0;
+      return op({
+        ...json, url: `${side.base}/api/sso/validate`, connections: CONNECTIONS, amount: tokens.length,
+        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...side.creds, token: tokens[next++] }) }) }],
+      });
+    }],
+    ['POST /api/auth/login (cost 4)', (side) => op({ ...json, url: `${side.base}/api/auth/login`, connections: 4, duration: SECONDS, body: JSON.stringify({ login: 'bench', password: PASSWORD }) })],
+    ['GET /api/admin/users?q=son 12345', get('/api/admin/users?q=son%2012345&limit=50')],
+    ['GET /api/admin/users?q=zzz (no match)', get('/api/admin/users?q=zzz&limit=50')],
+    ['GET /api/admin/audit?limit=50', get('/api/admin/audit?limit=50')],
+    ['GET /api/admin/audit?action=user.login&outcome=failure', get('/api/admin/audit?action=user.login&outcome=failure&limit=50')],
+  ];
 }
 
 async function main(): Promise<void> {
   const entry = serviceEntry();
-  const empty = await measure('empty', false, entry);
-  const large = await measure(`${USERS} users, ${ROWS} tokens and audit rows`, true, entry);
+  const emptySide = await prepare('empty', false, entry);
+  const largeSide = await prepare(`${USERS} users, ${ROWS} tokens and audit rows`, true, entry);
+  const empty: Results = new Map();
+  const large: Results = new Map();
+  try {
+    // both services stay up; each operation runs on the empty side, then at once on the large one
+    for (const [name, run] of operations(new Map())) {
+      empty.set(name, await run(emptySide));
+      large.set(name, await run(largeSide));
+    }
+  } finally {
+    await emptySide.stop();
+    await largeSide.stop();
+  }
   const rows = [...empty.keys()].map((name) => {
     const a = empty.get(name)!;
     const b = large.get(name)!;
