@@ -1,0 +1,189 @@
+/**
+ * npm run bench:memory: the service's resident memory at rest and under load, on both databases,
+ * beside a bare `node -e` http server measured in the same run (the reference).
+ *
+ * The service is started as `npm start` starts it (node with the start script's flags,
+ * scripts/launch.mjs server: dist/ when it is newer than src/; dist/ is built first when it is
+ * missing), once on the embedded database in a fresh temporary DATA_DIR and once on a fresh
+ * PostgreSQL database (bench_mem_<random>, dropped after). For each it reads VmRSS from
+ * /proc/PID/status (plus that of any process it spawned) and the V8 heap in use from the metrics
+ * listener (nodejs_heap_size_used_bytes) at ready (/readyz 200), after IDLE_SECONDS (default 60)
+ * idle, and after LOAD_SECONDS (default 300) of mixed load at LOAD_CONNECTIONS (default 8):
+ * token issue then validation of that token (client API), sign-in (POST /api/auth/login, bcrypt
+ * cost 4) and GET /login, in turn on every connection. Goal: RSS after load ≤ 1.3 × idle.
+ *
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { freePort } from '../test/helpers/http.ts';
+import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, NODE_FLAGS, ROOT, stopProcess } from './support.ts';
+
+const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
+const LOAD_SECONDS = Number(process.env.LOAD_SECONDS ?? 300);
+const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 8);
+const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
+const MB = 1024 * 1024;
+const PASSWORD = 'quiet harbor lantern 42';
+
+/** VmRSS of `pid` in bytes (0 when it is gone). */
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes `pid` spawned, and theirs, from /proc/PID/task/TID/children. */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return found;
+  }
+  for (const tid of tasks) {
+    let children = '';
+    try {
+      children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const c of children.trim().split(/\s+/).filter(Boolean).map(Number)) found.push(c, ...descendants(c));
+  }
+  return found;
+}
+
+interface Reading { rss: number; children: number; heap: number }
+
+async function heapUsed(metricsPort: number | undefined): Promise<number> {
+  if (metricsPort === undefined) return Number.NaN;
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+  const m = /^nodejs_heap_size_used_bytes\s+([\d.e+]+)/m.exec(text);
+  return m ? Number(m[1]) : Number.NaN;
+}
+
+async function read(pid: number, metricsPort?: number): Promise<Reading> {
+  const heap = await heapUsed(metricsPort);
+  const children = descendants(pid).reduce((sum, c) => sum + rssOf(c), 0);
+  return { rss: rssOf(pid), children, heap };
+}
+
+/** Spawns `args` under node and waits (60 s at most) until GET `probe` on `port` answers 200. */
+async function launch(args: string[], env: Record<string, string>, port: number, probe: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  let exited: number | null = null;
+  child.once('exit', (code) => (exited = code ?? -1));
+  const deadline = Date.now() + 60_000;
+  while (exited === null && Date.now() < deadline) {
+    if (await fetch(`http://127.0.0.1:${port}${probe}`).then((r) => r.status === 200, () => false)) return child;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGTERM');
+  throw new Error(exited === null ? `${args.join(' ')} did not become ready within 60 s` : `${args.join(' ')} exited ${exited}`);
+}
+
+const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
+
+/** The mixed load: issue, validate that token, sign in, GET /login, in turn on every connection. */
+async function mixedLoad(base: string, creds: { client_id: string; client_secret: string }): Promise<{ requests: number; non2xx: number; errors: number }> {
+  const json = { 'content-type': 'application/json' };
+  const result = await autocannon({
+    url: base, connections: CONNECTIONS, duration: LOAD_SECONDS,
+    requests: [
+      {
+        method: 'POST', path: '/api/sso/token', headers: json, body: JSON.stringify({ ...creds, username: 'bench' }),
+        onResponse: (status: number, body: string, context: Record<string, unknown>) => {
+          if (status === 200) context.token = JSON.parse(body).token;
+        },
+      },
+      {
+        method: 'POST', path: '/api/sso/validate', headers: json,
+        setupRequest: (req: any, context: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...creds, token: context.token ?? 'none' }) }),
+      },
+      { method: 'POST', path: '/api/auth/login', headers: json, body: JSON.stringify({ login: 'bench', password: PASSWORD }) },
+      { method: 'GET', path: '/login' },
+    ],
+  } as autocannon.Options);
+  return { requests: result.requests.total, non2xx: result.non2xx, errors: result.errors };
+}
+
+interface Row { run: string; at: string; 'rss MB': number; 'children MB': number; 'heap used MB': number; note: string }
+const rows: Row[] = [];
+const push = (run: string, at: string, r: Reading, note = '') => rows.push({
+  run, at, 'rss MB': Math.round((r.rss + r.children) / MB), 'children MB': Math.round(r.children / MB),
+  'heap used MB': Number.isNaN(r.heap) ? Number.NaN : Math.round(r.heap / MB), note,
+});
+
+/** One service run: ready, idle, load; returns RSS (with children) idle and after load. */
+async function measureService(run: string, env: Record<string, string>): Promise<{ idle: number; loaded: number }> {
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const child = await launch([...NODE_FLAGS, 'scripts/launch.mjs', 'server'], { ...env, METRICS_PORT: String(metricsPort) }, port, '/readyz');
+  const pid = child.pid!;
+  try {
+    push(run, 'ready', await read(pid, metricsPort));
+    await sleep(IDLE_SECONDS);
+    const idle = await read(pid, metricsPort);
+    push(run, `idle ${IDLE_SECONDS} s`, idle);
+    const creds = JSON.parse(env.BENCH_CREDS);
+    const load = await mixedLoad(`http://127.0.0.1:${port}`, creds);
+    const loaded = await read(pid, metricsPort);
+    push(run, `after ${LOAD_SECONDS} s load`, loaded, `${load.requests} req, ${load.non2xx} non-2xx, ${load.errors} errors`);
+    return { idle: idle.rss + idle.children, loaded: loaded.rss + loaded.children };
+  } finally {
+    await stopProcess(child);
+  }
+}
+
+/** The client and the user `bench` (bcrypt cost 4), through the admin command line. */
+function benchClient(env: Record<string, string>): string {
+  const client = adminCli(env.DATABASE_URL, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1'], env);
+  adminCli(env.DATABASE_URL, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', PASSWORD], env);
+  return JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret });
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(path.join(ROOT, 'dist', 'server.js'))) {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  const verdicts: string[] = [];
+
+  // the reference: a bare node:http server with the same flags, in this run
+  const refPort = await freePort();
+  const ref = await launch([...NODE_FLAGS, '-e', "require('http').createServer((q,s)=>s.end('ok')).listen(process.env.PORT,'127.0.0.1')"], {}, refPort, '/');
+  push('reference: node -e http server', 'ready', await read(ref.pid!));
+  await stopProcess(ref);
+
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-mem-'));
+  try {
+    const env = benchServiceEnv('', { DATA_DIR: dataDir });
+    env.BENCH_CREDS = benchClient(env);
+    const r = await measureService('embedded (PGlite)', env);
+    verdicts.push(`embedded: after load / idle = ${(r.loaded / r.idle).toFixed(2)} (goal ≤ 1.3), idle ${Math.round(r.idle / MB)} MB (goal ≤ 300)`);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const db = await benchDatabase(adminUrl, 'bench_mem');
+  try {
+    const env = benchServiceEnv(db.url);
+    env.BENCH_CREDS = benchClient(env);
+    const r = await measureService('PostgreSQL', env);
+    verdicts.push(`PostgreSQL: after load / idle = ${(r.loaded / r.idle).toFixed(2)} (goal ≤ 1.3), idle ${Math.round(r.idle / MB)} MB (goal ≤ 120)`);
+  } finally {
+    await db.drop();
+  }
+
+  console.log(`\nnode flags: ${NODE_FLAGS.join(' ') || '(none)'}; idle ${IDLE_SECONDS} s, load ${LOAD_SECONDS} s at ${CONNECTIONS} connections`);
+  console.table(rows);
+  for (const v of verdicts) console.log(v);
+}
+
+await main();

@@ -1,0 +1,168 @@
+/**
+ * npm run bench:scale: the same operations on an empty PostgreSQL database and on a large one,
+ * measured in the same run, with each operation's req/s and p99 at both sizes and their ratio.
+ *
+ * Each size gets a fresh database (bench_scale_<random>, dropped after), migrated and given the
+ * bench client and user `bench` (an admin; bcrypt cost 4, lowered for the run) by the admin
+ * command line. The large one then gets SCALE_USERS users (default 1,000,000) and SCALE_ROWS
+ * (default 10,000,000) sso_tokens rows and as many audit_log rows, written with INSERT ... SELECT
+ * generate_series (one bcrypt hash, computed once, for every user), then ANALYZE. The service
+ * (dist/server.js, built first) serves both databases at once (two processes), and autocannon drives every
+ * operation, on the empty side then on the large one, for SCALE_SECONDS (default 10) at SCALE_CONNECTIONS (default 20; sign-in at 4):
+ * token issue, validation (of the tokens issued), sign-in, the admin user search
+ * (GET /api/admin/users?q=), the audit API's first page and a filtered page.
+ * Quick setting: SCALE_USERS=100000 SCALE_ROWS=1000000.
+ *
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
+ */
+import bcrypt from 'bcrypt';
+import pg from 'pg';
+import {
+  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, startProcess, stopProcess,
+} from './support.ts';
+
+const USERS = Number(process.env.SCALE_USERS ?? 1_000_000);
+const ROWS = Number(process.env.SCALE_ROWS ?? 10_000_000);
+const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.SCALE_CONNECTIONS ?? 20);
+const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
+const PASSWORD = 'quiet harbor lantern 42';
+
+interface Op { 'req/s': number; p99_ms: number; non2xx: number }
+type Results = Map<string, Op>;
+
+/** Writes the large data set into `url`: users, tokens, audit rows; then ANALYZE. */
+async function fill(url: string, clientId: string): Promise<void> {
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  try {
+    const hash = await bcrypt.hash(PASSWORD, 4);
+    let t = performance.now();
+    await sql.query(
+      `INSERT INTO users (username, email, full_name, password_hash)
+       SELECT 'user' || g, 'user' || g || '@example.com', 'Person Number ' || g, $1 FROM generate_series(1, $2::int) g`,
+      [hash, USERS],
+    );
+    console.log(`  ${USERS} users in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    t = performance.now();
+    const { rows: [{ min, max }] } = await sql.query<{ min: number; max: number }>('SELECT min(id) AS min, max(id) AS max FROM users');
+    await sql.query(
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
+       SELECT gen_random_uuid(), $3::int + g % ($4::int - $3::int + 1), $1, 'user' || g, '10.0.0.1',
+              now() - (g % 86400) * interval '1 second', now() - (g % 86400) * interval '1 second' + interval '5 minutes',
+              CASE WHEN g % 10 <> 0 THEN now() - (g % 86400) * interval '1 second' END
+       FROM generate_series(1, $2::int) g`,
+      [clientId, ROWS, min, max],
+    );
+    console.log(`  ${ROWS} sso_tokens rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    t = performance.now();
+    await sql.query(
+      `INSERT INTO audit_log (at, action, outcome, user_id, username, client_id, ip_address, user_agent, details)
+       SELECT now() - (g % (86400 * 30)) * interval '1 second',
+              (ARRAY['user.login', 'sso.token_issued', 'sso.token_validated', 'user.logout'])[1 + g % 4],
+              CASE WHEN g % 20 = 0 THEN 'failure' ELSE 'success' END,
+              $3::int + g % ($4::int - $3::int + 1), 'user' || g, $1, '10.0.0.1', 'bench', '{}'
+       FROM generate_series(1, $2::int) g`,
+      [clientId, ROWS, min, max],
+    );
+    console.log(`  ${ROWS} audit_log rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    await sql.query('ANALYZE');
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Runs one operation for SECONDS and returns its req/s and p99 (unrounded latencies). */
+async function op(options: Parameters<typeof loadUntilLastAnswer>[0], onBody?: (status: number, body: string) => void): Promise<Op> {
+  const latencies: number[] = [];
+  const { result, seconds } = await loadUntilLastAnswer(options, onBody, (_s, ms) => latencies.push(ms));
+  latencies.sort((a, b) => a - b);
+  return { 'req/s': Math.round(result.requests.total / seconds), p99_ms: Math.round(quantile(latencies, 0.99) * 10) / 10, non2xx: result.non2xx };
+}
+
+interface Side { base: string; bearer: string; creds: { client_id: string; client_secret: string }; stop(): Promise<void> }
+
+/** A fresh database (large: filled), the bench client and admin, and the service on it. */
+async function prepare(label: string, large: boolean, entry: string): Promise<Side> {
+  const db = await benchDatabase(adminUrl, 'bench_scale');
+  const client = adminCli(db.url, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
+  adminCli(db.url, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', PASSWORD]);
+  const sql = new pg.Client({ connectionString: db.url });
+  await sql.connect();
+  await sql.query("UPDATE users SET role = 'admin' WHERE username = 'bench'");
+  await sql.end();
+  if (large) {
+    console.log(`${label}: writing the data set`);
+    await fill(db.url, client.client_id);
+  }
+  const { child, port } = await startProcess(entry, benchServiceEnv(db.url), '/readyz');
+  const base = `http://127.0.0.1:${port}`;
+  const bearer = (await postJson(`${base}/api/login`, { username: 'bench', password: PASSWORD })).token;
+  if (!bearer) throw new Error('no admin access token from POST /api/login');
+  return {
+    base, bearer, creds: { client_id: client.client_id, client_secret: client.client_secret },
+    async stop() {
+      await stopProcess(child);
+      await db.drop();
+    },
+  };
+}
+
+/** The operations, in order, each run on one side; validation validates the tokens that side's issue gave. */
+function operations(tokensOf: Map<Side, string[]>): [string, (side: Side) => Promise<Op>][] {
+  const json = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
+  const auth = (side: Side) => ({ headers: { authorization: `Bearer ${side.bearer}` } });
+  const get = (path: string) => (side: Side) => op({ ...auth(side), url: `${side.base}${path}`, connections: CONNECTIONS, duration: SECONDS });
+  return [
+    ['POST /api/sso/token', (side) => {
+      const tokens: string[] = [];
+      tokensOf.set(side, tokens);
+      return op({ ...json, url: `${side.base}/api/sso/token`, connections: CONNECTIONS, duration: SECONDS, body: JSON.stringify({ ...side.creds, username: 'bench' }) },
+        (status, body) => { if (status === 200) tokens.push(JSON.parse(body).token); });
+    }],
+    ['POST /api/sso/validate', (side) => {
+      const tokens = tokensOf.get(side) ?? [];
+      let next = 0;
+      return op({
+        ...json, url: `${side.base}/api/sso/validate`, connections: CONNECTIONS, amount: tokens.length,
+        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...side.creds, token: tokens[next++] }) }) }],
+      });
+    }],
+    ['POST /api/auth/login (cost 4)', (side) => op({ ...json, url: `${side.base}/api/auth/login`, connections: 4, duration: SECONDS, body: JSON.stringify({ login: 'bench', password: PASSWORD }) })],
+    ['GET /api/admin/users?q=son 12345', get('/api/admin/users?q=son%2012345&limit=50')],
+    ['GET /api/admin/users?q=zzz (no match)', get('/api/admin/users?q=zzz&limit=50')],
+    ['GET /api/admin/audit?limit=50', get('/api/admin/audit?limit=50')],
+    ['GET /api/admin/audit?action=user.login&outcome=failure', get('/api/admin/audit?action=user.login&outcome=failure&limit=50')],
+  ];
+}
+
+async function main(): Promise<void> {
+  const entry = serviceEntry();
+  const emptySide = await prepare('empty', false, entry);
+  const largeSide = await prepare(`${USERS} users, ${ROWS} tokens and audit rows`, true, entry);
+  const empty: Results = new Map();
+  const large: Results = new Map();
+  try {
+    // both services stay up; each operation runs on the empty side, then at once on the large one
+    for (const [name, run] of operations(new Map())) {
+      empty.set(name, await run(emptySide));
+      large.set(name, await run(largeSide));
+    }
+  } finally {
+    await emptySide.stop();
+    await largeSide.stop();
+  }
+  const rows = [...empty.keys()].map((name) => {
+    const a = empty.get(name)!;
+    const b = large.get(name)!;
+    return {
+      operation: name, 'empty req/s': a['req/s'], 'empty p99 ms': a.p99_ms, 'large req/s': b['req/s'], 'large p99 ms': b.p99_ms,
+      ratio: Math.round((b['req/s'] / a['req/s']) * 100) / 100, non2xx: a.non2xx + b.non2xx,
+    };
+  });
+  console.log(`\nlarge: ${USERS} users, ${ROWS} sso_tokens and ${ROWS} audit_log rows; ${SECONDS} s per operation at ${CONNECTIONS} connections (sign-in 4)`);
+  console.table(rows);
+  console.log('goal: every ratio (large req/s / empty req/s) ≥ 0.9');
+}
+
+await main();
