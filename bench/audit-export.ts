@@ -49,9 +49,9 @@ function download(urlPath: string, cookie: string): Promise<{ status: number; li
 }
 
 try {
-  await service.services.users.createUser({ username: 'bench-admin', email: 'admin@example.com', password: 'bench password', role: 'admin' }, { via: 'cli' });
+  await service.services.users.createUser({ username: 'bench-admin', email: 'admin@example.com', password: 'quiet harbor lantern 42', role: 'admin' }, { via: 'cli' });
   const login = await fetch(`${service.url}/api/auth/login`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'bench-admin', password: 'bench password' }),
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'bench-admin', password: 'quiet harbor lantern 42' }),
   });
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
   const started = performance.now();

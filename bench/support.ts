@@ -157,7 +157,7 @@ export function adminCli(databaseUrl: string, args: string[], env: Record<string
  */
 export function createBenchClient(databaseUrl: string): { creds: { client_id: string; client_secret: string }; userId: number } {
   const client = adminCli(databaseUrl, ['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-  const user = adminCli(databaseUrl, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
+  const user = adminCli(databaseUrl, ['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'quiet harbor lantern 42']);
   return { creds: { client_id: client.client_id, client_secret: client.client_secret }, userId: user.id };
 }
 

@@ -147,9 +147,9 @@ export async function runWebhookLatencyBench(
     const base = `http://127.0.0.1:${service.port}`;
     const cli = (args: string[]) => adminCli(db.url, args);
     const client = cli(['client', 'create', '--name', 'Bench', '--callback-url', 'https://bench.example/cb', '--allow-ip', '127.0.0.1']);
-    cli(['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'bench password']);
-    cli(['user', 'create', '--username', 'benchadmin', '--email', 'admin@example.com', '--password', 'bench password', '--role', 'admin']);
-    const login = await post(`${base}/api/login`, { username: 'benchadmin', password: 'bench password' });
+    cli(['user', 'create', '--username', 'bench', '--email', 'bench@example.com', '--password', 'quiet harbor lantern 42']);
+    cli(['user', 'create', '--username', 'benchadmin', '--email', 'admin@example.com', '--password', 'quiet harbor lantern 42', '--role', 'admin']);
+    const login = await post(`${base}/api/login`, { username: 'benchadmin', password: 'quiet harbor lantern 42' });
     const hook = await post(`${base}/api/webhooks`, { url: receiverUrl, events: ['user.login'], secret: randomBytes(16).toString('hex') }, { authorization: `Bearer ${login.token}` });
     if (!hook.id) throw new Error(`webhook registration failed: ${JSON.stringify(hook)}`);
     const body = JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, username: 'bench' });
