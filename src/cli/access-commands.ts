@@ -3,6 +3,7 @@ import { AppError } from '../http/errors.ts';
 import { findUserByUsername } from '../users/queries.ts';
 import { normalizeUsername } from '../validation/username.ts';
 import type { CommandResult, ParsedArgs } from './command-types.ts';
+import { list } from './client-options.ts';
 
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
@@ -12,10 +13,6 @@ export const ACCESS_USAGE = `  group create NAME          a group (lower-case le
   group list
   user add-to-group USERNAME GROUP
   user remove-from-group USERNAME GROUP`;
-
-function list(v: ParsedArgs['options'][string]): string[] {
-  return Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
-}
 
 /**
  * A client's access rule and listing from `client create|update` options: --allow-group and
