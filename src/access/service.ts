@@ -45,6 +45,25 @@ export async function assertClientAccess(q: Queryable, userId: number, client: P
   return { groups: access.groups };
 }
 
+/**
+ * Whether a sign-in whose checks passed may go on to this client system by its access rule,
+ * read now; a refusal is audited as a failed `action` (reason access_denied, with `details`),
+ * and the caller makes no session and writes no user.login. The one check of the sign-in paths:
+ * the password (src/auth/service.ts), the passkey (src/passkeys/service.ts) and a browser
+ * signed in already at an OpenID Connect authorization (src/oidc/service.ts).
+ */
+export async function admitSignIn(
+  q: Queryable, user: { id: number; username: string }, clientId: string,
+  entry: { action: 'user.login' | 'oidc.sign_in'; ipAddress: string | null; userAgent: string | null; details: Record<string, unknown> },
+): Promise<boolean> {
+  if (await mayUseClient(q, user.id, clientId)) return true;
+  await writeAudit(q, {
+    action: entry.action, outcome: 'failure', userId: user.id, username: user.username, clientId,
+    ipAddress: entry.ipAddress, userAgent: entry.userAgent, details: { ...entry.details, reason: 'access_denied' },
+  });
+  return false;
+}
+
 /** Groups and their members: administration, audited (group.create, group.delete, user.group_add, user.group_remove). */
 export function createAccessService(deps: Pick<Deps, 'db'>) {
   const { db } = deps;

@@ -4,7 +4,7 @@ import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
 import { invalidateUnusedTokens } from '../sso/queries.ts';
 import { accessDenied, tokenOwnerForLogout } from '../sso/service.ts';
-import { mayUseClient } from '../access/service.ts';
+import { admitSignIn } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { UserRecord } from '../users/user.ts';
@@ -87,12 +87,10 @@ export function createAuthService(deps: Pick<Deps, 'db' | 'config' | 'signingKey
         if (now.state !== 'unchanged' || now.mustChange) return now;
         if (code && !(await code.spend(tx))) return { state: 'code_used' as const };
         await resetLoginFailures(tx, login);
-        if (input.forClient && !(await mayUseClient(tx, user.id, input.forClient.client_id))) {
-          // the right credentials for a client system this user may not use: no session, no user.login
-          await writeAudit(tx, {
-            action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: input.ipAddress, userAgent: input.userAgent,
-            clientId: input.forClient.client_id, details: { via: input.via, reason: 'access_denied', two_factor: twoFactorUsed },
-          });
+        // the right credentials for a client system this user may not use: no session, no user.login
+        if (input.forClient && !(await admitSignIn(tx, user, input.forClient.client_id, {
+          action: 'user.login', ipAddress: input.ipAddress, userAgent: input.userAgent ?? null, details: { via: input.via, two_factor: twoFactorUsed },
+        }))) {
           return { state: 'access_denied' as const };
         }
         await writeAudit(tx, {

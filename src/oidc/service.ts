@@ -8,6 +8,7 @@ import type { Deps } from '../context.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { quietly } from '../logging/logger.ts';
 import { accessOf, groupsOfUser } from '../access/queries.ts';
+import { admitSignIn } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import { rolesOf } from '../users/roles.ts';
 import type { UserRecord } from '../users/user.ts';
@@ -180,14 +181,8 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
      * Whether the client's access rule admits this signed-in user now (docs/access.md); a refusal
      * is audited as a failed OpenID Connect sign-in (reason access_denied), with no user.login.
      */
-    async admits(req: Request, user: Pick<UserRecord, 'id' | 'username'>, clientId: string): Promise<boolean> {
-      if ((await accessOf(db, user.id, clientId)).admitted) return true;
-      await writeAudit(db, {
-        action: 'oidc.sign_in', outcome: 'failure', userId: user.id, username: user.username, clientId,
-        ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, details: { reason: 'access_denied' },
-      });
-      return false;
-    },
+    admits: (req: Request, user: Pick<UserRecord, 'id' | 'username'>, clientId: string): Promise<boolean> =>
+      admitSignIn(db, user, clientId, { action: 'oidc.sign_in', ipAddress: clientIp(req), userAgent: req.get('user-agent') ?? null, details: {} }),
   };
 }
 

@@ -9,7 +9,7 @@ import { createLoginFailures, type LoginInput } from '../auth/login-failures.ts'
 import { activeLock, resetLoginFailures } from '../auth/queries.ts';
 import type { AuthService } from '../auth/service.ts';
 import { OWN_SYSTEM } from '../auth/sign-out.ts';
-import { mayUseClient } from '../access/service.ts';
+import { admitSignIn } from '../access/service.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import { accessDenied } from '../sso/service.ts';
 import type { Deps } from '../context.ts';
@@ -158,12 +158,10 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
       // the counter the check saw is still the stored one: a second use of the same answer finds it moved
       if (!(await recordPasskeyUse(tx, passkey.id, passkey.counter, newCounter))) return { state: 'replayed' as const };
       await resetLoginFailures(tx, login);
-      if (ctx.forClient && !(await mayUseClient(tx, user.id, ctx.forClient.client_id))) {
-        // a passkey of a user the client's rule does not admit: no session, no user.login (as auth.login)
-        await writeAudit(tx, {
-          action: 'user.login', outcome: 'failure', userId: user.id, username: user.username, ipAddress: ctx.ipAddress, userAgent: ctx.userAgent,
-          clientId: ctx.forClient.client_id, details: { via: ctx.via, method: 'passkey', passkey_id: passkey.id, reason: 'access_denied', two_factor: true },
-        });
+      // a passkey of a user the client's rule does not admit: no session, no user.login (as auth.login)
+      if (ctx.forClient && !(await admitSignIn(tx, user, ctx.forClient.client_id, {
+        action: 'user.login', ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, details: { via: ctx.via, method: 'passkey', passkey_id: passkey.id, two_factor: true },
+      }))) {
         return { state: 'access_denied' as const };
       }
       await writeAudit(tx, {
