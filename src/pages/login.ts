@@ -153,14 +153,10 @@ export function loginHandlers(deps: { auth: AuthService; sso: SsoService; links:
     };
     // the attempt before the lock says so: the same for unknown names, whose counter runs too
     const warning = lockWarning(err);
-    if (err.code === ACCESS_DENIED && target.kind === 'client') {
+    if (err.code === ACCESS_DENIED && target.kind !== 'service') {
       forgetPendingLogin(req);
-      return renderNoAccess(req, res, target.client, login);
-    }
-    // OpenID Connect: the refusal goes to the client's redirect URI, as OAuth has it
-    if (err.code === ACCESS_DENIED && target.kind === 'oidc') {
-      forgetPendingLogin(req);
-      return target.deny(req, res, err.message);
+      // OpenID Connect: the refusal goes to the client's redirect URI, as OAuth has it
+      return target.kind === 'oidc' ? target.deny(req, res, err.message) : renderNoAccess(req, res, target.client, login);
     }
     switch (err.code) {
       case 'invalid_credentials': return again(MESSAGES.invalidCredentials + warning, false);
