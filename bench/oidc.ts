@@ -6,7 +6,7 @@
  *  - ours: the service as it is deployed (dist/server.js after `npm run build`; BENCH_FROM_SOURCE=1
  *    runs src/server.ts through tsx) on a fresh PostgreSQL database;
  *  - memory: this file again (OIDC_BENCH_ROLE=memory), a bare oidc-provider with its default
- *    in-memory adapter;
+ *    in-memory adapter (the library's MemoryAdapter, on a larger store than its default LRU of 1,000);
  *  - postgres: this file again (OIDC_BENCH_ROLE=postgres), a bare oidc-provider with the minimal
  *    PostgreSQL adapter below (PgAdapter: one table oidc_bench_ref, id/kind/payload jsonb/
  *    expires_at/grant_id/uid/user_code/consumed, a pg.Pool of 20 as the service's) in the same database.
@@ -25,9 +25,9 @@
  *    with scope `openid offline_access` and prompt=consent, then the interaction page, which
  *    grants at once for a signed-in user, then the resumed authorization, whose redirect to the
  *    client's callback carries the code), OIDC_BENCH_MINTERS at a time;
- *  - memory and postgres: minted in the provider's process through its models (one Grant with
- *    `openid offline_access`, then `new provider.AuthorizationCode({...}).save()` per code, the
- *    fields an authorization gives it), asked for by POST /bench/mint, outside the timing.
+ *  - memory and postgres: minted in the provider's process through its models (per code a Grant
+ *    with `openid offline_access` and `new provider.AuthorizationCode({...}).save()`, the fields
+ *    an authorization gives it), asked for by POST /bench/mint, outside the timing.
  *
  * Then, for each of the three in turn and in OIDC_BENCH_ROUNDS rounds (default 2, alternating:
  * the machine's speed drifts), autocannon at OIDC_BENCH_CONNECTIONS (default 32) connections
@@ -125,6 +125,16 @@ function signingKeys() {
 async function serveReference(kind: 'memory' | 'postgres') {
   const { default: Provider } = await import('oidc-provider');
   let pool: pg.Pool | undefined;
+  // the library's own in-memory adapter, on a store of 1,000,000 entries: its default store
+  // keeps the 1,000 most recent (an LRU), fewer than one batch's codes and tokens
+  let memoryAdapter: ((model: string) => Adapter) | undefined;
+  if (kind === 'memory') {
+    const lib = 'oidc-provider/lib/';
+    const { default: MemoryAdapter } = await import(`${lib}adapters/memory_adapter.js`);
+    const { default: LRU } = await import(`${lib}helpers/lru.js`);
+    const store = new LRU({ maxSize: 1_000_000 });
+    memoryAdapter = (model) => new MemoryAdapter(model, store);
+  }
   if (kind === 'postgres') {
     pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
     await pool.query(REF_TABLE);
@@ -133,7 +143,7 @@ async function serveReference(kind: 'memory' | 'postgres') {
   const port = Number(process.env.PORT);
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
-    ...(pool ? { adapter: pgAdapter(pool) } : {}),
+    adapter: pool ? pgAdapter(pool) : memoryAdapter,
     clients: [{
       client_id: clientId, client_secret: process.env.OIDC_BENCH_CLIENT_SECRET!, redirect_uris: [REDIRECT_URI],
       grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], id_token_signed_response_alg: 'RS256',
@@ -158,15 +168,19 @@ async function serveReference(kind: 'memory' | 'postgres') {
   provider.on('server_error', (_ctx, err) => console.error(err));
   const callback = provider.callback();
 
-  /** `n` authorization codes of account 1 for the client, as an authorization would store them. */
+  /**
+   * `n` authorization codes of account 1 for the client, as an authorization would store them,
+   * each with a grant of its own (the in-memory adapter's work per write grows with the tokens
+   * of a grant).
+   */
   const mint = async (n: number): Promise<string[]> => {
     const client = (await provider.Client.find(clientId))!;
-    const grant = new provider.Grant({ accountId: '1', clientId });
-    grant.addOIDCScope(SCOPE);
-    const grantId = await grant.save();
     const authTime = Math.floor(Date.now() / 1000);
     const codes: string[] = [];
     for (let i = 0; i < n; i++) {
+      const grant = new provider.Grant({ accountId: '1', clientId });
+      grant.addOIDCScope(SCOPE);
+      const grantId = await grant.save();
       const code = new provider.AuthorizationCode({
         accountId: '1', authTime, client, grantId, redirectUri: REDIRECT_URI, scope: SCOPE,
         sessionUid: randomBytes(16).toString('base64url'), sid: randomBytes(16).toString('base64url'), expiresWithSession: false,
