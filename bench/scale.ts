@@ -57,11 +57,14 @@ async function fill(url: string, clientId: string): Promise<void> {
     t = performance.now();
     const { rows: [{ min, max }] } = await sql.query<{ min: number; max: number }>('SELECT min(id) AS min, max(id) AS max FROM users');
     await sql.query(
-      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
+      // an unused token past its expiry has had its token.expired (expiry_notified_at), as the
+      // service's sweep leaves it: otherwise the large side's sweep works through them during the run
+      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at, expiry_notified_at)
        SELECT gen_random_uuid(), $3::int + g % ($4::int - $3::int + 1), $1, 'user' || g, '10.0.0.1',
-              now() - (g % 86400) * interval '1 second', now() - (g % 86400) * interval '1 second' + interval '5 minutes',
-              CASE WHEN g % 10 <> 0 THEN now() - (g % 86400) * interval '1 second' END
-       FROM generate_series(1, $2::int) g`,
+              issued, issued + interval '5 minutes',
+              CASE WHEN g % 10 <> 0 THEN issued END,
+              CASE WHEN g % 10 = 0 AND issued + interval '5 minutes' <= now() THEN issued + interval '5 minutes' END
+       FROM generate_series(1, $2::int) g, LATERAL (SELECT now() - (g % 86400) * interval '1 second' AS issued) x`,
       [clientId, ROWS, min, max],
     );
     console.log(`  ${ROWS} sso_tokens rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
