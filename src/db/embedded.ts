@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { EMBEDDED_SHARED_BUFFERS } from '../config.ts';
 import type { Db, QueryResult } from './db.ts';
 import { runUnitOfWork } from './unit-of-work.ts';
@@ -25,7 +26,8 @@ export interface EmbeddedMemory {
 export async function openEmbedded(dataDir?: string, memory: EmbeddedMemory = {}): Promise<{ db: Db; pglite: PGlite }> {
   if (dataDir && !existsSync(`${dataDir}/PG_VERSION`)) await createDataDirInChild(dataDir);
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${memory.sharedBuffers ?? EMBEDDED_SHARED_BUFFERS}`];
-  const pglite = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams });
+  // pg_trgm: the user search's trigram indexes (migrations/0030); a clone() keeps the extensions
+  const pglite = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams, extensions: { pg_trgm } });
   return { db: embeddedDb(pglite), pglite };
 }
 
