@@ -1,6 +1,5 @@
-import {
-  type AuthenticationResponseJSON, generateAuthenticationOptions, generateRegistrationOptions, type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON, type RegistrationResponseJSON, verifyAuthenticationResponse, verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON, RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { actorDetails, type Actor } from '../audit/actor.ts';
 import { writeAudit } from '../audit/writer.ts';
@@ -23,6 +22,12 @@ import {
   recordPasskeyUse, signInState, storeChallenge, takeChallenge,
 } from './queries.ts';
 import { relyingParty } from './relying-party.ts';
+
+/**
+ * SimpleWebAuthn, loaded by the first ceremony (then kept): about 10 MiB resident that a service
+ * nobody signs in to with a passkey never needs (docs/performance.md, "Memory").
+ */
+const webauthn = () => import('@simplewebauthn/server');
 
 /** At most this many passkeys per user. */
 export const MAX_PASSKEYS = 10;
@@ -61,7 +66,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
     await auth.confirmPassword(user, password, { ipAddress: ctx.ipAddress, userAgent: ctx.userAgent, via: 'passkey_add' });
     const existing = await credentialIdsOf(db, user.id);
     if (existing.length >= MAX_PASSKEYS) throw limitReached();
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthn()).generateRegistrationOptions({
       rpName: rp.name, rpID: rp.id,
       userName: user.username, userDisplayName: user.full_name || user.username,
       // the user handle: stable per user, so an authenticator replaces its older passkey for this account
@@ -79,7 +84,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
   async function register(user: UserRecord, name: string, response: RegistrationResponseJSON, ctx: CeremonyContext): Promise<PasskeySummary> {
     let verified;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (await webauthn()).verifyRegistrationResponse({
         response,
         expectedChallenge: (challenge) => takeChallenge(db, challenge, 'registration', user.id),
         expectedOrigin: rp.origin, expectedRPID: rp.id, requireUserVerification: true,
@@ -107,7 +112,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
 
   /** The options of a sign-in: no user named, any of this service's discoverable credentials. */
   async function authenticationOptions(): Promise<PublicKeyCredentialRequestOptionsJSON> {
-    const options = await generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', timeout: CHALLENGE_TTL_SECONDS * 1000 });
+    const options = await (await webauthn()).generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', timeout: CHALLENGE_TTL_SECONDS * 1000 });
     await storeChallenge(db, options.challenge, 'authentication', null, CHALLENGE_TTL_SECONDS);
     return options;
   }
@@ -125,7 +130,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
     const user = passkey ? await findUserById(db, passkey.user_id) : null;
     if (!passkey || !user) {
       // the challenge is spent all the same: an answer is good for one try
-      await verifyAuthenticationResponse({
+      await (await webauthn()).verifyAuthenticationResponse({
         response, expectedChallenge: (c) => takeChallenge(db, c, 'authentication', null), expectedOrigin: rp.origin, expectedRPID: rp.id,
         credential: { id: response.id, publicKey: new Uint8Array(0), counter: 0 }, requireUserVerification: true,
       }).catch(() => undefined);
@@ -137,7 +142,7 @@ export function createPasskeyService(deps: Pick<Deps, 'db' | 'config' | 'events'
     if (lock) return refuseLocked(login, lock.remaining_seconds, input);
     let newCounter: number;
     try {
-      const result = await verifyAuthenticationResponse({
+      const result = await (await webauthn()).verifyAuthenticationResponse({
         response,
         expectedChallenge: (c) => takeChallenge(db, c, 'authentication', null),
         expectedOrigin: rp.origin, expectedRPID: rp.id, requireUserVerification: true,
