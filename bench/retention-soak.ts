@@ -68,7 +68,7 @@ async function main() {
     }), '/readyz');
     const base = `http://127.0.0.1:${service.port}`;
     const client = adminCli(database.url, ['client', 'create', '--name', 'Soak', '--callback-url', 'https://soak.example/cb', '--allow-ip', '127.0.0.1']);
-    adminCli(database.url, ['user', 'create', '--username', 'soak', '--email', 'soak@example.com', '--password', 'soak password 1']);
+    adminCli(database.url, ['user', 'create', '--username', 'soak', '--email', 'soak@example.com', '--password', 'quiet harbor lantern 42']);
     await sql.connect();
     await sql.query(
       `INSERT INTO webhooks (url, events, secret) VALUES ($1, ARRAY['user.login', 'user.logout', 'user.login_failed', 'user.locked',

@@ -137,7 +137,7 @@ async function main() {
 
     // The client, user `bench` and a user at the login cost, through the admin command line.
     const { creds } = createBenchClient(db.url);
-    const password = 'bench login password';
+    const password = 'quiet harbor lantern 42'; // the policy refuses a password that holds the username
     adminCli(db.url, ['user', 'create', '--username', 'login', '--email', 'login@example.com', '--password', password], { BCRYPT_COST: String(BCRYPT_COST) });
     const probe = await post(`${base}/api/sso/token`, { ...creds, username: 'bench' });
     if (!probe.token) throw new Error(`token issue failed: ${JSON.stringify(probe)}`);
