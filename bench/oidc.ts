@@ -51,7 +51,7 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import pg from 'pg';
 import {
   benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, DEFAULT_ADMIN_URL, loadUntilLastAnswer, NODE_FLAGS, ROOT, SERVICE_ROOT, serviceEntry,
-  startProcess, stopProcess,
+  startProcess, stopProcess, median,
 } from './support.ts';
 
 const ROLE = process.env.OIDC_BENCH_ROLE ?? 'main';
@@ -333,12 +333,6 @@ async function round(target: Target, basic: string, n: number, label: string): P
   if (inactive > 0) console.log(`note: ${target.name} ${label}: ${inactive} access tokens were not active`);
   return { code, refresh, introspect };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 async function main() {
   const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;

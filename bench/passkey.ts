@@ -33,7 +33,7 @@ import path from 'node:path';
 import { type AuthenticationResponseJSON, verifyAuthenticationResponse } from '@simplewebauthn/server';
 import pg from 'pg';
 import {
-  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, NODE_FLAGS, quantile, SERVICE_ROOT, serviceEntry, startProcess, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, cpuMicros, DEFAULT_ADMIN_URL, NODE_FLAGS, quantile, SERVICE_ROOT, serviceEntry, startProcess, stopProcess, median,
 } from './support.ts';
 
 const IN_FLIGHT = Number(process.env.PASSKEY_BENCH_IN_FLIGHT ?? 8);
@@ -139,12 +139,6 @@ async function loops(run: string, inFlight: number, op: (worker: number) => Prom
     done: latencies.length,
   };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 async function main() {
   const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;

@@ -30,7 +30,7 @@ import bcrypt from 'bcrypt';
 import type autocannon from 'autocannon';
 import {
   adminCli, benchDatabase, benchServiceEnv, cpuMicros, createBenchClient, databaseCpuMicros, databaseCpuSince, DEFAULT_ADMIN_URL, idleShareSince, loadUntilLastAnswer, machineCpuTicks, NODE_FLAGS,
-  postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, settleDatabase, startProcess as start, stopProcess, writeLimitTokens,
+  postJson as post, probeLatencies, SERVICE_ROOT, serviceEntry, settleDatabase, startProcess as start, stopProcess, writeLimitTokens, median,
 } from './support.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -101,11 +101,6 @@ async function measure(run: string, pid: number, options: autocannon.Options, on
   };
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 
 /** bcrypt.compare with `inFlight` at once for `seconds`: compares per second. */

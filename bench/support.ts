@@ -214,6 +214,13 @@ export async function loadUntilLastAnswer(
 }
 
 /** The `q` quantile of ascending `sorted` (the sample at rank floor(q * n); NaN when empty). */
+/** The median of `values` (in any order): the mean of the middle two when their number is even. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
 export function quantile(sorted: readonly number[], q: number): number {
   return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
