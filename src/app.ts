@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { RouteServices } from './routes/declare.ts';
 import { MAX_PASSWORD_BYTES } from './auth/passwords.ts';
 import { fastJsonBody } from './http/fast-json.ts';
@@ -12,7 +12,7 @@ import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware, sessionSecrets } from './http/session.ts';
 import { useCsrfKeys } from './pages/csrf.ts';
-import { OIDC_PREFIX } from './oidc/provider.ts';
+import { OIDC_PREFIX, OIDC_SESSIONLESS_PATHS } from './oidc/provider.ts';
 import { oidcViews } from './pages/oidc-interaction.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
@@ -78,6 +78,9 @@ export function createApp(deps: AppDeps): Express {
   // Machine-to-machine routes first: they carry no cookies, so the hot paths (token issue and
   // validation) never load a session or look for a signed-in user.
   app.use(declared.sessionless);
+  // the same for OpenID Connect's machine-to-machine endpoints (token, introspection, ...)
+  const serveOidc: RequestHandler = (req, res) => deps.oidc.handle(req, res);
+  app.use(OIDC_PREFIX, (req, res, next) => (OIDC_SESSIONLESS_PATHS.has(req.path) ? serveOidc(req, res, next) : next()));
 
   app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them
   app.use(saveSessionBeforeRedirect); // a redirect leaves only once what this request stored is saved
@@ -89,7 +92,7 @@ export function createApp(deps: AppDeps): Express {
   // middleware (its sign-in check reads the browser's session here); the issuer is PUBLIC_URL,
   // so its discovery document is also served where the issuer says, at the root (src/oidc/routes.ts).
   deps.oidc.attachViews(oidcViews(deps.auth), sessionSecrets(config));
-  app.use(OIDC_PREFIX, (req, res) => deps.oidc.handle(req, res));
+  app.use(OIDC_PREFIX, serveOidc);
 
   app.use('/api', apiNotFound);
   app.use(pageNotFound);

@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/db.ts';
+import { USER_COLUMNS } from '../users/queries.ts';
+import type { UserRecord } from '../users/user.ts';
 
 /**
  * The access rule as an SQL condition, for user row `u` and client row `c` of the statement it
@@ -111,6 +113,27 @@ export async function accessOf(q: Queryable, userId: number, clientId: string): 
   );
   const row = r.rows[0];
   return { user: row.user, client: row.client, admitted: row.admitted, groups: row.groups ?? [] };
+}
+
+/**
+ * The active user with this id, whether `clientId`'s access rule admits them by the current rows
+ * (false when there is no such client) and their groups, in one statement: what an OpenID
+ * Connect token issue reads for its account (src/oidc/service.ts). Null when there is no such
+ * active user.
+ */
+export async function accountFor(q: Queryable, userId: number, clientId: string): Promise<{ user: UserRecord; admitted: boolean; groups: string[] } | null> {
+  const r = await q.query<UserRecord & { admitted: boolean; groups: string[] }>(
+    `SELECT ${USER_COLUMNS.split(', ').map((c) => `u.${c}`).join(', ')},
+            coalesce(c.client_id IS NOT NULL AND ${admitsSql('u', 'c')}, false) AS admitted, ${groupsOfSql('u')} AS groups
+       FROM users u LEFT JOIN clients c ON c.client_id = $2
+      WHERE u.id = $1 AND u.active`,
+    [userId, clientId],
+    { prepare: true },
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  const { admitted, groups, ...user } = row;
+  return { user, admitted, groups };
 }
 
 /** The ids of the active clients this user may use, by name. */

@@ -348,6 +348,20 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
     authenticateClient: authenticateCurrent,
 
     /**
+     * The client's current record, read from the database now (credential checks arriving
+     * together share one prepared statement), for a caller that checks credentials against it
+     * later in the same request with `credentialsFit`.
+     */
+    currentClient,
+
+    /**
+     * Whether these credentials are good for this record, read from the database in the
+     * caller's request (currentClient): the same check and the same hashing work as
+     * authenticateClient, without reading the row a second time.
+     */
+    credentialsFit,
+
+    /**
      * The same check, served from the record kept in memory when the credentials fit it
      * (`confirmed: false`: the record may predate a change still being announced, so what
      * it lets through must be made good by the database, see src/clients/guards.ts);

@@ -5,7 +5,6 @@ import { isIpAllowed } from '../clients/allowlist.ts';
 import type { ClientRecord } from '../clients/client.ts';
 import type { ClientService } from '../clients/service.ts';
 import { clientIp } from '../http/client-ip.ts';
-import { AppError } from '../http/errors.ts';
 
 /**
  * What oidc-provider is given as a confidential client's `client_secret`: its schema demands
@@ -39,23 +38,35 @@ export function clientMetadata(c: ClientRecord): AdapterPayload | undefined {
 export const IP_REFUSED = Symbol('client address not on its allow list');
 
 /**
+ * Where the client records read for oidc-provider's metadata in this request are kept on it
+ * (by client id), so the secret is checked against the row the provider was given instead of
+ * a second read of it: the same row, read moments earlier in the same request.
+ */
+const READ_IN_REQUEST = Symbol('client records read in this request');
+type WithRecords = Request & { [READ_IN_REQUEST]?: Map<string, ClientRecord | null> };
+
+/** Keeps `client`, just read from the database, on the request being served (when there is one). */
+export function rememberForRequest(req: Request | undefined, clientId: string, client: ClientRecord | null): void {
+  if (!req) return;
+  const records = ((req as WithRecords)[READ_IN_REQUEST] ??= new Map());
+  records.set(clientId, client);
+}
+
+/**
  * The check that replaces oidc-provider's own comparison of a presented `client_secret`
  * (Client.prototype.compareClientSecret, the extension point its author points to for hashed
  * secrets: panva/node-oidc-provider#631). The service's own check decides: SHA-256 of the
  * presented secret against the stored hash (and the previous one during a rotation's grace),
- * in constant time, the same work for an unknown client. Right credentials from an address off
- * the client's allow list are refused too; the request is marked so the answer is 403, as
- * /api/sso/token answers.
+ * in constant time, the same work for an unknown client, on the record the provider's metadata
+ * came from in this request (rememberForRequest), or on one read now when there is none.
+ * Right credentials from an address off the client's allow list are refused too; the request
+ * is marked so the answer is 403, as /api/sso/token answers.
  */
-export function secretCheck(clients: Pick<ClientService, 'authenticateClient'>) {
+export function secretCheck(clients: Pick<ClientService, 'currentClient' | 'credentialsFit'>) {
   return async (clientId: string, secret: string, req: Request | undefined): Promise<boolean> => {
-    let client: ClientRecord;
-    try {
-      client = await clients.authenticateClient(clientId, secret);
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'invalid_client') return false;
-      throw err;
-    }
+    const records = (req as WithRecords | undefined)?.[READ_IN_REQUEST];
+    const client = records?.has(clientId) ? records.get(clientId) ?? null : await clients.currentClient(clientId);
+    if (!clients.credentialsFit(client, secret)) return false;
     if (req && !isIpAllowed(clientIp(req), client.allowed_ips)) {
       (req as Request & { [IP_REFUSED]?: string })[IP_REFUSED] = clientIp(req);
       return false;

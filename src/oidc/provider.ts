@@ -6,8 +6,23 @@ import type { UserRecord } from '../users/user.ts';
 import { ClientAdapter, DbAdapter } from './adapter.ts';
 import type { SigningJwk } from './keys.ts';
 
+
+/** The request oidc-provider is serving now (its AsyncLocalStorage context), if any. */
+export function servingRequest(): Request | undefined {
+  return ((Provider as unknown as { ctx?: KoaContextWithOIDC }).ctx?.req as Request | undefined);
+}
+
 /** Where oidc-provider is mounted in the app; the discovery document is also served at the root (issuer = PUBLIC_URL). */
 export const OIDC_PREFIX = '/oidc';
+
+/**
+ * The provider's machine-to-machine endpoints (oidc-provider's default routes, below the
+ * mount): token, introspection, revocation, JWKS and userinfo. They carry a client's
+ * credentials or a bearer token, never the browser's session, so the app serves them before
+ * sessions are loaded (src/app.ts): no session object, no look-up of the bearer token as one
+ * of the service's own.
+ */
+export const OIDC_SESSIONLESS_PATHS: ReadonlySet<string> = new Set(['/token', '/token/introspection', '/token/revocation', '/jwks', '/me']);
 
 /** The sign-in page of an interaction (src/pages/oidc-interaction.ts serves it). */
 export const interactionPath = (uid: string) => `${OIDC_PREFIX}/interaction/${uid}`;

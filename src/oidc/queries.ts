@@ -22,14 +22,17 @@ export async function upsertArtefact(
      ON CONFLICT (pk) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id, uid = EXCLUDED.uid,
        user_code = EXCLUDED.user_code, account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`,
     [key(model, id), model, JSON.stringify(payload), text(payload.grantId), text(payload.uid), text(payload.userCode), text(payload.accountId), expiresIn],
+    PREPARED,
   );
 }
 
 const LIVE = `expires_at > now()`;
+/** The statements of every token request: parsed and planned once per connection (src/db/db.ts). */
+const PREPARED = { prepare: true } as const;
 
 /** The artefact, unless it is unknown or expired. */
 export async function findArtefact(q: Queryable, model: string, id: string): Promise<ArtefactRow | null> {
-  const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [key(model, id)]);
+  const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [key(model, id)], PREPARED);
   return r.rows[0] ?? null;
 }
 
@@ -38,6 +41,7 @@ export async function findArtefactBy(q: Queryable, model: string, column: 'uid' 
   const r = await q.query<ArtefactRow>(
     `SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE model = $1 AND ${column} = $2 AND ${LIVE} LIMIT 1`,
     [model, value],
+    PREPARED,
   );
   return r.rows[0] ?? null;
 }
@@ -48,12 +52,12 @@ export async function findArtefactBy(q: Queryable, model: string, column: 'uid' 
  * requests racing on one authorization code cannot both see it unconsumed.
  */
 export async function consumeArtefact(q: Queryable, model: string, id: string): Promise<boolean> {
-  const r = await q.query(`UPDATE oidc_artefacts SET consumed_at = now() WHERE pk = $1 AND consumed_at IS NULL AND ${LIVE}`, [key(model, id)]);
+  const r = await q.query(`UPDATE oidc_artefacts SET consumed_at = now() WHERE pk = $1 AND consumed_at IS NULL AND ${LIVE}`, [key(model, id)], PREPARED);
   return r.rowCount === 1;
 }
 
 export async function destroyArtefact(q: Queryable, model: string, id: string): Promise<void> {
-  await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key(model, id)]);
+  await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key(model, id)], PREPARED);
 }
 
 /** Deletes the artefacts of `model` issued under a grant (the Grant model: the grant itself). */

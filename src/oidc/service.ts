@@ -7,14 +7,14 @@ import type { ClientService } from '../clients/service.ts';
 import type { Deps } from '../context.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { quietly } from '../logging/logger.ts';
-import { accessOf, groupsOfUser } from '../access/queries.ts';
+import { accountFor, groupsOfUser } from '../access/queries.ts';
 import { admitSignIn } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import { rolesOf } from '../users/roles.ts';
 import type { UserRecord } from '../users/user.ts';
-import { clientMetadata, IP_REFUSED, secretCheck } from './clients.ts';
+import { clientMetadata, IP_REFUSED, rememberForRequest, secretCheck } from './clients.ts';
 import { loadOidcKeys, type SigningJwk } from './keys.ts';
-import { createProvider, type ProviderParts } from './provider.ts';
+import { createProvider, type ProviderParts, servingRequest } from './provider.ts';
 import { revokeAccountArtefacts, revokeAccountTokens } from './queries.ts';
 
 type Views = Pick<ProviderParts, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> & {
@@ -37,12 +37,13 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
   const checkSecret = secretCheck(clients);
 
   const findAccount = async (id: number, clientId: string | undefined): Promise<{ user: UserRecord; roles: string[] } | undefined> => {
-    const user = await findUserById(db, id);
-    if (!user?.active) return undefined;
-    if (clientId === undefined) return { user, roles: rolesOf(user, await groupsOfUser(db, id)) };
-    // the client's access rule, read now: a user who left the group gets nothing more (docs/access.md)
-    const access = await accessOf(db, id, clientId);
-    return access.admitted ? { user, roles: rolesOf(user, access.groups) } : undefined;
+    if (clientId === undefined) {
+      const user = await findUserById(db, id);
+      return user?.active ? { user, roles: rolesOf(user, await groupsOfUser(db, id)) } : undefined;
+    }
+    // the client's access rule, read now with the user: a user who left the group gets nothing more (docs/access.md)
+    const account = await accountFor(db, id, clientId);
+    return account?.admitted ? { user: account.user, roles: rolesOf(account.user, account.groups) } : undefined;
   };
 
   /** Audits what the provider did, with the caller's address; never fails the answer. */
@@ -120,14 +121,14 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
       config: deps.config, db, keys, cookieKeys, findAccount,
       renderError: views.renderError, logoutSource: views.logoutSource, postLogoutSuccessSource: views.postLogoutSuccessSource,
       clientMetadata: async (id) => {
-        const client = await clients.findClient(id);
+        const client = await clients.currentClient(id);
+        rememberForRequest(servingRequest(), id, client);
         return client ? clientMetadata(client) : undefined;
       },
     });
     // the hashed secret: see secretCheck (src/oidc/clients.ts)
     built.Client.prototype.compareClientSecret = async function compare(this: { clientId: string }, actual: string) {
-      const ctx = (built.constructor as unknown as { ctx?: KoaContextWithOIDC }).ctx;
-      return checkSecret(this.clientId, actual, ctx?.req as Request | undefined);
+      return checkSecret(this.clientId, actual, servingRequest());
     };
     built.use(afterAnswer);
     built.on('backchannel.error', (_ctx, err, clientId) => quietly(() => logger.warn({ err, client_id: clientId }, 'back-channel logout not delivered')));
