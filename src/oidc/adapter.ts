@@ -1,6 +1,6 @@
-import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../db/db.ts';
+import { oidcLibrary } from './library.ts';
 import {
   consumeArtefact, destroyArtefact, findArtefact, findArtefactBy, revokeGrantArtefacts, revokeModelByGrant, upsertArtefact,
 } from './queries.ts';
@@ -51,6 +51,7 @@ export class DbAdapter implements Adapter {
     const row = await findArtefact(this.db, this.model, id);
     const grantId = row?.payload.grantId;
     if (typeof grantId === 'string') await revokeGrantArtefacts(this.db, grantId);
+    const { errors } = await oidcLibrary(); // loaded: the provider that called is built on it
     throw new errors.InvalidGrant(`${this.model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already consumed`);
   }
 

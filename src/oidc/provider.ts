@@ -1,15 +1,18 @@
 import type { Request } from 'express';
-import Provider, { interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { UserRecord } from '../users/user.ts';
 import { ClientAdapter, DbAdapter } from './adapter.ts';
 import type { SigningJwk } from './keys.ts';
+import { oidcLibrary, oidcLibraryIfLoaded } from './library.ts';
 
 
 /** The request oidc-provider is serving now (its AsyncLocalStorage context), if any. */
 export function servingRequest(): Request | undefined {
-  return ((Provider as unknown as { ctx?: KoaContextWithOIDC }).ctx?.req as Request | undefined);
+  const provider = oidcLibraryIfLoaded()?.default as unknown as { ctx?: KoaContextWithOIDC } | undefined;
+  return provider?.ctx?.req as Request | undefined;
 }
 
 /** Where oidc-provider is mounted in the app; the discovery document is also served at the root (issuer = PUBLIC_URL). */
@@ -59,8 +62,7 @@ export interface ProviderParts {
  * the provider session's user (signed out here, or signed in as someone else since): the
  * service's session decides, so a sign-out here ends the OpenID Connect sign-in too.
  */
-function loginPolicy() {
-  const { Check, base } = interactionPolicy;
+function loginPolicy({ Check, base }: Awaited<ReturnType<typeof oidcLibrary>>['interactionPolicy']) {
   const policy = base();
   policy.get('login')!.checks.add(new Check('service_session', 'the browser is not signed in to the service as this user', (ctx: KoaContextWithOIDC) => {
     const userId = (ctx.req as Request).session?.userId;
@@ -69,8 +71,9 @@ function loginPolicy() {
   return policy;
 }
 
-/** The provider, configured for this service (docs/openid-connect.md). */
-export function createProvider(parts: ProviderParts): Provider {
+/** The provider, configured for this service (docs/openid-connect.md); the library is loaded first (src/oidc/library.ts). */
+export async function createProvider(parts: ProviderParts): Promise<Provider> {
+  const { default: Provider, interactionPolicy } = await oidcLibrary();
   const { config } = parts;
   const production = config.NODE_ENV === 'production';
   const algs = [...new Set(parts.keys.map((k) => k.alg))] as Array<'RS256' | 'ES256' | 'ES384' | 'EdDSA'>;
@@ -118,7 +121,7 @@ export function createProvider(parts: ProviderParts): Provider {
       backchannelLogout: { enabled: true },
       rpInitiatedLogout: { enabled: true, logoutSource: parts.logoutSource, postLogoutSuccessSource: parts.postLogoutSuccessSource },
     },
-    interactions: { url: (_ctx, interaction) => interactionPath(interaction.uid), policy: loginPolicy() },
+    interactions: { url: (_ctx, interaction) => interactionPath(interaction.uid), policy: loginPolicy(interactionPolicy) },
     // No consent screen for the client systems the administrators registered: the grant
     // covers what the client asked for (offline_access only with prompt=consent, per the spec).
     async loadExistingGrant(ctx) {

@@ -42,7 +42,7 @@ export const OIDC_ROUTES = [
       // as if asked at the mount: oidc-provider takes its mount path from originalUrl minus url
       req.originalUrl = '/oidc/.well-known/openid-configuration';
       req.url = '/.well-known/openid-configuration';
-      oidc.handle(req, res);
+      return oidc.handle(req, res);
     },
   }),
 ];

@@ -30,6 +30,7 @@ type Views = Pick<ProviderParts, 'renderError' | 'logoutSource' | 'postLogoutSuc
 export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 'events'>, clients: ClientService) {
   const { db, logger, events } = deps;
   let provider: Provider | undefined;
+  let building: Promise<Provider> | undefined;
   let handler: ((req: IncomingMessage, res: ServerResponse) => unknown) | undefined;
   let keys: SigningJwk[] | undefined;
   let views: Views | undefined;
@@ -114,10 +115,10 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     }
   };
 
-  const build = (): Provider => {
+  const build = async (): Promise<Provider> => {
     if (!views) throw new Error('the OpenID Connect pages are not attached (attachViews)');
     keys ??= loadOidcKeys(deps.config);
-    const built = createProvider({
+    const built = await createProvider({
       config: deps.config, db, keys, cookieKeys, findAccount,
       renderError: views.renderError, logoutSource: views.logoutSource, postLogoutSuccessSource: views.postLogoutSuccessSource,
       clientMetadata: async (id) => {
@@ -136,6 +137,14 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     return built;
   };
 
+  const ensureProvider = (): Promise<Provider> => {
+    building ??= build().then((built) => (provider = built), (err: unknown) => {
+      building = undefined; // the next request tries again
+      throw err;
+    });
+    return building;
+  };
+
   return {
     /** Loads the keys now (a start with unusable keys fails here, with the reason). */
     loadKeys: () => {
@@ -147,14 +156,15 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
       views = given;
       cookieKeys = sessionKeys;
     },
-    provider: (): Provider => {
-      provider ??= build();
-      return provider;
-    },
-    /** Serves a request for the provider (mounted at /oidc: the URL below the mount). */
-    handle(req: IncomingMessage, res: ServerResponse): void {
-      handler ??= (provider ??= build()).callback();
-      void handler(req, res);
+    /** The provider, built (and oidc-provider loaded) by the first caller. */
+    provider: ensureProvider,
+    /**
+     * Serves a request for the provider (mounted at /oidc: the URL below the mount); the first
+     * waits for it to be built. A failure to build rejects, for the app's error handler.
+     */
+    async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+      handler ??= (await ensureProvider()).callback();
+      await handler(req, res);
     },
     /**
      * A user's sessions here ended (a sign-out, a password change or reset, a deactivation):

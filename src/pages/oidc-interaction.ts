@@ -21,7 +21,7 @@ const EXPIRED = 'This sign-in has expired or was already completed. Go back to t
  */
 export function oidcTarget(s: { oidc: OidcService; clients: Pick<ClientService, 'findClient'> }): RequestHandler {
   return async (req, res, next) => {
-    const provider = s.oidc.provider();
+    const provider = await s.oidc.provider();
     let details: Awaited<ReturnType<typeof provider.interactionDetails>>;
     try {
       details = await provider.interactionDetails(req, res);
