@@ -73,6 +73,9 @@ export async function streamAudit(
   });
 }
 
+/** The rows of an export's first batch (the audit page's own size). */
+export const FIRST_BATCH = 50;
+
 /** How long an export may wait for its receiver to take the next batch. */
 const EXPORT_IDLE_MINUTES = 2;
 
@@ -84,8 +87,11 @@ async function streamBatches(q: Queryable, filter: AuditFilter, format: ExportFo
     if (format === 'csv' && !(await write(out, `${CSV_COLUMNS.join(',')}\r\n`))) return 0;
     let after = '0';
     let count = 0;
+    // the first batch is a page's worth: the download starts as soon as a page would show
+    // (a filter whose rows are spread over the table reads a heap page per row), then full batches
+    let size = Math.min(FIRST_BATCH, batchSize);
     while (!gone) {
-      const rows = await auditBatchAfter(q, filter, after, batchSize);
+      const rows = await auditBatchAfter(q, filter, after, size);
       if (rows.length === 0) break;
       let chunk = '';
       for (const row of rows) {
@@ -95,7 +101,8 @@ async function streamBatches(q: Queryable, filter: AuditFilter, format: ExportFo
       count += rows.length;
       after = rows[rows.length - 1].id;
       if (!(await write(out, chunk))) break;
-      if (rows.length < batchSize) break;
+      if (rows.length < size) break;
+      size = batchSize;
     }
     return count;
   } finally {

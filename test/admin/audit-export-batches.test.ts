@@ -1,0 +1,42 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_BATCH, streamAudit } from '../../src/audit/export.ts';
+import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+
+/**
+ * The export's first batch is a page's worth of rows, so its first byte leaves as soon as a page
+ * would; then it reads full batches; every row is written once, in id order.
+ */
+describe('the audit export: a small first batch, then full ones', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  it('writes the first page of rows first, then batches of the full size, and every row once', async () => {
+    const action = unique('test.export.batches.');
+    const total = FIRST_BATCH + 250;
+    await app.db.query(`INSERT INTO audit_log (action, outcome, username) SELECT $1, 'success', 'u' || n FROM generate_series(1, $2::int) AS n`, [action, total]);
+    const chunks: string[][] = [];
+    const out = new Writable({
+      write(chunk, _enc, done) {
+        chunks.push(String(chunk).split('\n').filter(Boolean).map((line) => JSON.parse(line).username));
+        done();
+      },
+    });
+    const count = await streamAudit(app.db, { action }, 'ndjson', out, { batchSize: 200 });
+    expect(count).toBe(total);
+    expect(chunks.map((c) => c.length), 'a page, then full batches, then the rest').toStrictEqual([FIRST_BATCH, 200, 50]);
+    expect(chunks.flat()).toStrictEqual(Array.from({ length: total }, (_, i) => `u${i + 1}`));
+  });
+
+  it('ends after a first batch that is not full', async () => {
+    const action = unique('test.export.batches.');
+    await app.db.query(`INSERT INTO audit_log (action, outcome, username) SELECT $1, 'success', 'v' || n FROM generate_series(1, 3) AS n`, [action]);
+    const lines: string[] = [];
+    const count = await streamAudit(app.db, { action }, 'ndjson', new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } }));
+    expect(count).toBe(3);
+    expect(lines).toHaveLength(3);
+  });
+});
