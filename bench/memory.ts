@@ -3,19 +3,20 @@
  * beside a bare `node -e` http server measured in the same run (the reference).
  *
  * The service is started as `npm start` starts it (node with the start script's flags,
- * scripts/launch.mjs server: dist/ when it is newer than src/; dist/ is built first when it is
- * missing), once on the embedded database in a fresh temporary DATA_DIR and once on a fresh
+ * scripts/launch.mjs server, from dist/, built first), once on the embedded database in a fresh temporary DATA_DIR and once on a fresh
  * PostgreSQL database (bench_mem_<random>, dropped after). For each it reads VmRSS from
  * /proc/PID/status (plus that of any process it spawned) and the V8 heap in use from the metrics
  * listener (nodejs_heap_size_used_bytes) at ready (/readyz 200), after IDLE_SECONDS (default 60)
- * idle, and after LOAD_SECONDS (default 300) of mixed load at LOAD_CONNECTIONS (default 8):
+ * idle, halfway through and at the end of LOAD_SECONDS (default 300) of mixed load at
+ * LOAD_CONNECTIONS (default 8), and IDLE_SECONDS after it:
  * token issue then validation of that token (client API), sign-in (POST /api/auth/login, bcrypt
- * cost 4) and GET /login, in turn on every connection. Goal: RSS after load ≤ 1.3 × idle.
+ * cost 4) and GET /login, in turn on every connection. Goals: RSS after load ≤ 1.3 × idle, and the
+ * end of the load not above its halfway point (not climbing).
  *
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -92,10 +93,10 @@ async function launch(args: string[], env: Record<string, string>, port: number,
 const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
 
 /** The mixed load: issue, validate that token, sign in, GET /login, in turn on every connection. */
-async function mixedLoad(base: string, creds: { client_id: string; client_secret: string }): Promise<{ requests: number; non2xx: number; errors: number }> {
+async function mixedLoad(base: string, creds: { client_id: string; client_secret: string }, seconds: number): Promise<{ requests: number; non2xx: number; errors: number }> {
   const json = { 'content-type': 'application/json' };
   const result = await autocannon({
-    url: base, connections: CONNECTIONS, duration: LOAD_SECONDS,
+    url: base, connections: CONNECTIONS, duration: seconds,
     requests: [
       {
         method: 'POST', path: '/api/sso/token', headers: json, body: JSON.stringify({ ...creds, username: 'bench' }),
@@ -121,8 +122,10 @@ const push = (run: string, at: string, r: Reading, note = '') => rows.push({
   'heap used MB': Number.isNaN(r.heap) ? Number.NaN : Math.round(r.heap / MB), note,
 });
 
-/** One service run: ready, idle, load; returns RSS (with children) idle and after load. */
-async function measureService(run: string, env: Record<string, string>): Promise<{ idle: number; loaded: number }> {
+interface Readings { idle: number; halfway: number; loaded: number; settled: number }
+
+/** One service run: ready, idle, load (read halfway and at its end), idle again; RSS with children at each. */
+async function measureService(run: string, env: Record<string, string>): Promise<Readings> {
   const port = await freePort();
   const metricsPort = await freePort();
   const child = await launch([...NODE_FLAGS, 'scripts/launch.mjs', 'server'], { ...env, METRICS_PORT: String(metricsPort) }, port, '/readyz');
@@ -133,10 +136,20 @@ async function measureService(run: string, env: Record<string, string>): Promise
     const idle = await read(pid, metricsPort);
     push(run, `idle ${IDLE_SECONDS} s`, idle);
     const creds = JSON.parse(env.BENCH_CREDS);
-    const load = await mixedLoad(`http://127.0.0.1:${port}`, creds);
+    // the load in two halves, read after each: climbing is the second reading above the first
+    const half = Math.max(1, Math.round(LOAD_SECONDS / 2));
+    const first = await mixedLoad(`http://127.0.0.1:${port}`, creds, half);
+    const halfway = await read(pid, metricsPort);
+    push(run, `after ${half} s load`, halfway, `${first.requests} req, ${first.non2xx} non-2xx, ${first.errors} errors`);
+    const second = await mixedLoad(`http://127.0.0.1:${port}`, creds, LOAD_SECONDS - half || 1);
     const loaded = await read(pid, metricsPort);
-    push(run, `after ${LOAD_SECONDS} s load`, loaded, `${load.requests} req, ${load.non2xx} non-2xx, ${load.errors} errors`);
-    return { idle: idle.rss + idle.children, loaded: loaded.rss + loaded.children };
+    push(run, `after ${LOAD_SECONDS} s load`, loaded, `${second.requests} req more, ${second.non2xx} non-2xx, ${second.errors} errors`);
+    // then as long idle again: what stays (bcrypt's threads end after 30 s idle)
+    await sleep(IDLE_SECONDS);
+    const settled = await read(pid, metricsPort);
+    push(run, `${IDLE_SECONDS} s after the load`, settled);
+    const total = (r: Reading) => r.rss + r.children;
+    return { idle: total(idle), halfway: total(halfway), loaded: total(loaded), settled: total(settled) };
   } finally {
     await stopProcess(child);
   }
@@ -149,10 +162,14 @@ function benchClient(env: Record<string, string>): string {
   return JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret });
 }
 
+function verdict(name: string, r: Readings, idleGoal: number): string {
+  return `${name}: idle ${Math.round(r.idle / MB)} MB (goal ≤ ${idleGoal}); after load / idle = ${(r.loaded / r.idle).toFixed(2)} (goal ≤ 1.3); `
+    + `end / halfway of the load = ${(r.loaded / r.halfway).toFixed(2)} (climbing above 1); settled / idle = ${(r.settled / r.idle).toFixed(2)}`;
+}
+
 async function main(): Promise<void> {
-  if (!existsSync(path.join(ROOT, 'dist', 'server.js'))) {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-  }
+  // built now: the start script runs src/ through tsx when it is newer than dist/, which is not what is deployed
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   const verdicts: string[] = [];
 
   // the reference: a bare node:http server with the same flags, in this run
@@ -166,7 +183,7 @@ async function main(): Promise<void> {
     const env = benchServiceEnv('', { DATA_DIR: dataDir });
     env.BENCH_CREDS = benchClient(env);
     const r = await measureService('embedded (PGlite)', env);
-    verdicts.push(`embedded: after load / idle = ${(r.loaded / r.idle).toFixed(2)} (goal ≤ 1.3), idle ${Math.round(r.idle / MB)} MB (goal ≤ 300)`);
+    verdicts.push(verdict('embedded', r, 300));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -176,7 +193,7 @@ async function main(): Promise<void> {
     const env = benchServiceEnv(db.url);
     env.BENCH_CREDS = benchClient(env);
     const r = await measureService('PostgreSQL', env);
-    verdicts.push(`PostgreSQL: after load / idle = ${(r.loaded / r.idle).toFixed(2)} (goal ≤ 1.3), idle ${Math.round(r.idle / MB)} MB (goal ≤ 120)`);
+    verdicts.push(verdict('PostgreSQL', r, 120));
   } finally {
     await db.drop();
   }
