@@ -115,6 +115,9 @@ export async function accessOf(q: Queryable, userId: number, clientId: string): 
   return { user: row.user, client: row.client, admitted: row.admitted, groups: row.groups ?? [] };
 }
 
+/** The user's columns (USER_COLUMNS) of user row `u`, beside a client row that has some of the same names. */
+const ACCOUNT_COLUMNS = USER_COLUMNS.split(', ').map((c) => `u.${c}`).join(', ');
+
 /**
  * The active user with this id, whether `clientId`'s access rule admits them by the current rows
  * (false when there is no such client) and their groups, in one statement: what an OpenID
@@ -123,7 +126,7 @@ export async function accessOf(q: Queryable, userId: number, clientId: string): 
  */
 export async function accountFor(q: Queryable, userId: number, clientId: string): Promise<{ user: UserRecord; admitted: boolean; groups: string[] } | null> {
   const r = await q.query<UserRecord & { admitted: boolean; groups: string[] }>(
-    `SELECT ${USER_COLUMNS.split(', ').map((c) => `u.${c}`).join(', ')},
+    `SELECT ${ACCOUNT_COLUMNS},
             coalesce(c.client_id IS NOT NULL AND ${admitsSql('u', 'c')}, false) AS admitted, ${groupsOfSql('u')} AS groups
        FROM users u LEFT JOIN clients c ON c.client_id = $2
       WHERE u.id = $1 AND u.active`,

@@ -34,7 +34,7 @@ export function clientMetadata(c: ClientRecord): AdapterPayload | undefined {
   return metadata as AdapterPayload;
 }
 
-/** Where a refused client authentication's reason is kept on the request, for the answer (src/oidc/middleware.ts). */
+/** Where a refused client authentication's reason is kept on the request, for the answer (afterAnswer in src/oidc/service.ts). */
 export const IP_REFUSED = Symbol('client address not on its allow list');
 
 /**

@@ -8,7 +8,6 @@ import { ClientAdapter, DbAdapter } from './adapter.ts';
 import type { SigningJwk } from './keys.ts';
 import { oidcLibrary, oidcLibraryIfLoaded } from './library.ts';
 
-
 /** The request oidc-provider is serving now (its AsyncLocalStorage context), if any. */
 export function servingRequest(): Request | undefined {
   const provider = oidcLibraryIfLoaded()?.default as unknown as { ctx?: KoaContextWithOIDC } | undefined;
