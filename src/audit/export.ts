@@ -92,7 +92,8 @@ async function streamBatches(q: Queryable, filter: AuditFilter, format: ExportFo
     let size = Math.min(FIRST_BATCH, batchSize);
     while (!gone) {
       const rows = await auditBatchAfter(q, filter, after, size);
-      if (rows.length === 0) break;
+      // a receiver that went away while the batch was read: its rows are not formatted for no one
+      if (gone || rows.length === 0) break;
       let chunk = '';
       for (const row of rows) {
         const entry = toPublicAudit(row);

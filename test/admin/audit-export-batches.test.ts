@@ -1,7 +1,22 @@
+import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_BATCH, streamAudit } from '../../src/audit/export.ts';
+import type { Db, Queryable, Transaction } from '../../src/db/db.ts';
 import { startTestApp, type TestApp, unique } from '../helpers/app.ts';
+
+/** `db`, whose statements (a transaction's too) first await `before(sql)`. */
+function delaying(db: Db, before: (sql: string) => Promise<void>): Db {
+  const wrap = <Q extends Queryable>(q: Q): Q => new Proxy(q, {
+    get(target, prop, receiver) {
+      if (prop === 'query') return async (sql: string, ...rest: unknown[]) => { await before(sql); return (target.query as (...a: unknown[]) => unknown)(sql, ...rest); };
+      if (prop === 'transaction') return (fn: (tx: Transaction) => Promise<unknown>) => (target as unknown as Db).transaction((tx) => fn(wrap(tx)));
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return wrap(db);
+}
 
 /**
  * The export's first batch is a page's worth of rows, so its first byte leaves as soon as a page
@@ -38,5 +53,23 @@ describe('the audit export: a small first batch, then full ones', () => {
     const count = await streamAudit(app.db, { action }, 'ndjson', new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } }));
     expect(count).toBe(3);
     expect(lines).toHaveLength(3);
+  });
+
+  it('stops when the receiver goes away while a batch is read: those rows are neither formatted nor counted', async () => {
+    const action = unique('test.export.batches.');
+    await app.db.query(`INSERT INTO audit_log (action, outcome, username) SELECT $1, 'success', 'w' || n FROM generate_series(1, $2::int) AS n`, [action, FIRST_BATCH + 100]);
+    let written = 0;
+    const out = new Writable({ write(chunk, _enc, done) { written += String(chunk).split('\n').filter(Boolean).length; done(); } });
+    let batches = 0;
+    // the receiver closes the connection as the second batch's statement goes to the database
+    const db = delaying(app.db, async (sql) => {
+      if (!/FROM audit_log/.test(sql) || ++batches !== 2) return;
+      out.destroy();
+      await once(out, 'close');
+    });
+    const count = await streamAudit(db, { action }, 'ndjson', out, { batchSize: 200 });
+    expect(batches, 'the second batch was read').toBe(2);
+    expect(written).toBe(FIRST_BATCH);
+    expect(count, 'the entries written, not the batch read for no one').toBe(FIRST_BATCH);
   });
 });
