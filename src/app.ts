@@ -92,6 +92,7 @@ export function createApp(deps: AppDeps): Express {
   // middleware (its sign-in check reads the browser's session here); the issuer is PUBLIC_URL,
   // so its discovery document is also served where the issuer says, at the root (src/oidc/routes.ts).
   deps.oidc.attachViews(oidcViews(deps.auth), sessionSecrets(config));
+  deps.oidc.useFailureLimit(deps.limiters.clientAuthFailures); // wrong client secrets at the token endpoints count as at /api/sso
   app.use(OIDC_PREFIX, serveOidc);
 
   app.use('/api', apiNotFound);

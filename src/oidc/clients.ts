@@ -38,6 +38,15 @@ export function clientMetadata(c: ClientRecord): AdapterPayload | undefined {
 export const IP_REFUSED = Symbol('client address not on its allow list');
 
 /**
+ * Where a failed client authentication that the failure limit refused keeps the seconds to
+ * wait, for the answer: 429 with Retry-After, as /api/sso answers (afterAnswer in src/oidc/service.ts).
+ */
+export const FAILURES_REFUSED = Symbol('too many failed client authentications');
+
+/** Where a failure that could not be counted (the limit's store, Redis, is down) is marked: 503, as /api/sso answers. */
+export const FAILURES_UNCOUNTED = Symbol('failed client authentication not counted');
+
+/**
  * Where the client records read for oidc-provider's metadata in this request are kept on it
  * (by client id), so the secret is checked against the row the provider was given instead of
  * a second read of it: the same row, read moments earlier in the same request.

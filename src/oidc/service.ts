@@ -12,7 +12,8 @@ import { admitSignIn } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import { rolesOf } from '../users/roles.ts';
 import type { UserRecord } from '../users/user.ts';
-import { clientMetadata, IP_REFUSED, rememberForRequest, secretCheck } from './clients.ts';
+import type { FailureLimit } from '../http/failure-limit.ts';
+import { clientMetadata, FAILURES_REFUSED, FAILURES_UNCOUNTED, IP_REFUSED, rememberForRequest, secretCheck } from './clients.ts';
 import { loadOidcKeys, type SigningJwk } from './keys.ts';
 import { createProvider, type ProviderParts, servingRequest } from './provider.ts';
 import { revokeAccountArtefacts, revokeAccountTokens } from './queries.ts';
@@ -35,7 +36,27 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
   let keys: SigningJwk[] | undefined;
   let views: Views | undefined;
   let cookieKeys: string[] = [];
+  let failures: FailureLimit | undefined;
   const checkSecret = secretCheck(clients);
+
+  /**
+   * A wrong secret for a registered client: counted by the failure limit of the spec's own
+   * endpoints (per address and client id, src/http/failure-limit.ts), and the request marked
+   * for a 429 once that address has failed at that client too often. A right secret is never
+   * refused here, and an unknown client id never gets this far (the provider refuses it first).
+   */
+  const countFailure = async (req: Request | undefined, clientId: string): Promise<void> => {
+    if (!req || !failures || (req as Request & { [IP_REFUSED]?: string })[IP_REFUSED] !== undefined) return;
+    const marked = req as Request & { [FAILURES_REFUSED]?: number; [FAILURES_UNCOUNTED]?: boolean };
+    const address = clientIp(req);
+    try {
+      const wait = failures.refusedFor(address, clientId) || await failures.count(address, clientId);
+      if (wait > 0) marked[FAILURES_REFUSED] = wait;
+    } catch (err) {
+      marked[FAILURES_UNCOUNTED] = true;
+      quietly(() => logger.error({ err }, 'failed client authentication not counted'));
+    }
+  };
 
   const findAccount = async (id: number, clientId: string | undefined): Promise<{ user: UserRecord; roles: string[] } | undefined> => {
     if (clientId === undefined) {
@@ -66,8 +87,22 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     await next();
     const route = ctx.oidc?.route;
     if (!route) return;
-    const req = ctx.req as Request & { [IP_REFUSED]?: string };
+    const req = ctx.req as Request & { [IP_REFUSED]?: string; [FAILURES_REFUSED]?: number; [FAILURES_UNCOUNTED]?: boolean };
     const clientId = ctx.oidc.client?.clientId ?? (typeof ctx.oidc.params?.client_id === 'string' ? ctx.oidc.params.client_id : null);
+    if (ctx.status === 401 && (req[FAILURES_REFUSED] !== undefined || req[FAILURES_UNCOUNTED])) {
+      ctx.remove('WWW-Authenticate');
+      if (req[FAILURES_REFUSED] !== undefined) {
+        const wait = req[FAILURES_REFUSED];
+        ctx.status = 429;
+        ctx.set('Retry-After', String(wait));
+        ctx.body = { error: 'rate_limited', error_description: 'Too many failed client authentications for this client from this address; try again later', retry_after: wait };
+      } else {
+        ctx.status = 503;
+        ctx.body = { error: 'temporarily_unavailable', error_description: 'The failed client authentication could not be counted; try again shortly' };
+      }
+      await audit(ctx, { action: 'oidc.client_auth', outcome: 'failure', clientId, details: { route, error: 'invalid_client', refused: ctx.status === 429 ? 'rate_limited' : 'limit_unavailable' } });
+      return;
+    }
     if (req[IP_REFUSED] !== undefined) {
       ctx.status = 403;
       ctx.remove('WWW-Authenticate');
@@ -129,7 +164,10 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     });
     // the hashed secret: see secretCheck (src/oidc/clients.ts)
     built.Client.prototype.compareClientSecret = async function compare(this: { clientId: string }, actual: string) {
-      return checkSecret(this.clientId, actual, servingRequest());
+      const req = servingRequest();
+      const fits = await checkSecret(this.clientId, actual, req);
+      if (!fits) await countFailure(req, this.clientId);
+      return fits;
     };
     built.use(afterAnswer);
     built.on('backchannel.error', (_ctx, err, clientId) => quietly(() => logger.warn({ err, client_id: clientId }, 'back-channel logout not delivered')));
@@ -155,6 +193,10 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     attachViews(given: Views, sessionKeys: string[]) {
       views = given;
       cookieKeys = sessionKeys;
+    },
+    /** The limit on failed client authentications the spec's endpoints use (src/http/rate-limit.ts), for the provider's token endpoints too. */
+    useFailureLimit(limit: FailureLimit) {
+      failures = limit;
     },
     /** The provider, built (and oidc-provider loaded) by the first caller. */
     provider: ensureProvider,
