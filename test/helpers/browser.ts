@@ -69,8 +69,9 @@ export async function releaseBrowser(browser: Browser | undefined): Promise<void
  * axe.finishRun() in a new blank page, injecting axe-core into both. A page with frames
  * gets the default mode, which also checks cross-origin frames.
  */
-export async function axeResults(page: Page, tags: string[]): ReturnType<AxeBuilder['analyze']> {
+export async function axeResults(page: Page, tags: string[], skip: string[] = []): ReturnType<AxeBuilder['analyze']> {
   const builder = new AxeBuilder({ page }).withTags(tags);
+  if (skip.length > 0) builder.disableRules(skip);
   if (page.frames().length === 1) builder.setLegacyMode();
   return builder.analyze();
 }

@@ -56,17 +56,29 @@ describe.skipIf(browserMissing)('the API reference page, in Chromium', () => {
     expect(problems).toStrictEqual([]);
   }, 120_000);
 
-  it('passes axe and fits a 390 px phone, with its own CSP and nothing from another host', async () => {
+  it('has its own CSP, nothing else may run or be fetched', async () => {
     const r = await app.http.get('/docs');
     const csp = String(r.headers['content-security-policy']);
     expect(csp).toMatch(/script-src 'self'(;|$)/);
     expect(csp).not.toMatch(/unsafe-eval|https?:|\*/);
-    for (const size of [PHONE, { width: 1280, height: 800 }]) {
+  });
+
+  // Redoc draws every operation at once (about 28,000 elements), and axe's colour-contrast
+  // rule takes most of a minute over them on a quiet machine. The colours do not change with
+  // the width (one theme, no media query sets a colour), so contrast is checked once, at the
+  // desktop width where the sidebar is shown too; the phone gets every other rule, and the
+  // layout checks that do change with the width.
+  const sizes = [
+    { name: 'a 1280 px desktop', size: { width: 1280, height: 800 }, skip: [] },
+    { name: 'a 390 px phone', size: PHONE, skip: ['color-contrast'] },
+  ];
+  for (const { name, size, skip } of sizes) {
+    it(`passes axe and fits ${name}, with nothing refused by the CSP or fetched from another host`, async () => {
       const problems: string[] = [];
       const page = await openReference(size, problems);
-      for (const v of await axeViolations(page)) problems.push(`axe at ${size.width}px: ${v}`);
+      for (const v of await axeViolations(page, skip)) problems.push(`axe at ${size.width}px: ${v}`);
       await expectNoOverflow(page, `/docs at ${size.width}px`);
       expect(problems).toStrictEqual([]);
-    }
-  }, 240_000);
+    }, 240_000);
+  }
 });
