@@ -18,11 +18,19 @@ export async function findAdminUserRow(q: Queryable, id: number): Promise<AdminU
   return (await q.query<AdminUserRow>(`${SELECT_USERS} WHERE u.id = $1`, [id])).rows[0] ?? null;
 }
 
+/**
+ * The indexed expression of users_search_trgm (migrations/0031): the three searched columns in
+ * one value, so that one trigram index serves the search. Keep it identical to the migration's.
+ */
+const SEARCH_TEXT = `(u.username || ' ' || u.email || ' ' || u.full_name)`;
+
 /** Users whose username, email or full name matches the ILIKE `pattern` (all with null), newest first. */
 export async function searchAdminUsers(q: Queryable, pattern: string | null, limit: number): Promise<AdminUserRow[]> {
   const r = pattern !== null
     ? await q.query<AdminUserRow>(
-      `${SELECT_USERS} WHERE u.username ILIKE $1 OR u.email ILIKE $1 OR u.full_name ILIKE $1 ORDER BY u.id DESC LIMIT $2`,
+      // the joined text finds the candidates on the index; the columns, one by one, decide
+      `${SELECT_USERS} WHERE ${SEARCH_TEXT} ILIKE $1 AND (u.username ILIKE $1 OR u.email ILIKE $1 OR u.full_name ILIKE $1)
+        ORDER BY u.id DESC LIMIT $2`,
       [pattern, limit],
     )
     : await q.query<AdminUserRow>(`${SELECT_USERS} ORDER BY u.id DESC LIMIT $1`, [limit]);

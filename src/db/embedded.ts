@@ -26,7 +26,7 @@ export interface EmbeddedMemory {
 export async function openEmbedded(dataDir?: string, memory: EmbeddedMemory = {}): Promise<{ db: Db; pglite: PGlite }> {
   if (dataDir && !existsSync(`${dataDir}/PG_VERSION`)) await createDataDirInChild(dataDir);
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${memory.sharedBuffers ?? EMBEDDED_SHARED_BUFFERS}`];
-  // pg_trgm: the user search's trigram indexes (migrations/0030); a clone() keeps the extensions
+  // pg_trgm: the user search's trigram index (migrations/0030, 0031); a clone() keeps the extensions
   const pglite = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams, extensions: { pg_trgm } });
   return { db: embeddedDb(pglite), pglite };
 }
