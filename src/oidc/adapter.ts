@@ -1,8 +1,10 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../db/db.ts';
 import { oidcLibrary } from './library.ts';
+import { createBatchLoader, createLookupLoader } from '../db/batch.ts';
 import {
-  consumeArtefact, destroyArtefact, findArtefact, findArtefactBy, revokeGrantArtefacts, revokeModelByGrant, upsertArtefact,
+  type ArtefactRow, artefactKey, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy, findArtefactsByKey,
+  revokeGrantArtefacts, revokeModelByGrant, upsertArtefacts,
 } from './queries.ts';
 
 /** What is kept when oidc-provider gives no lifetime (it always does for the models used here). */
@@ -12,20 +14,48 @@ const DEFAULT_EXPIRES_IN = 14 * 86_400;
 const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
 
 /**
+ * The statements every token request runs (its code or refresh token and grant read, consumed,
+ * the new tokens written), each coalesced across the requests that arrive together, as the
+ * spec's hot paths are (src/db/batch.ts): under load many token requests share one round trip
+ * per step. Nothing is cached: every call goes to the database. One per provider, shared by
+ * its models' adapters.
+ */
+export function createArtefactBatches(db: Db) {
+  return {
+    find: createLookupLoader<string, ArtefactRow & { pk: string }>(
+      async (pks) => [...(await findArtefactsByKey(db, pks))].map(([pk, row]) => ({ pk, ...row })),
+      (row) => row.pk,
+    ),
+    /** true for the one caller that consumed the artefact; false for every other, in the batch or not. */
+    consume: createBatchLoader<string, boolean>(async (pks) => {
+      const consumed = await consumeArtefactsByKey(db, [...new Set(pks)]);
+      // two callers of one key in one batch: the first consumed it, the second is refused, as it would be a moment later
+      return pks.map((pk) => consumed.delete(pk));
+    }),
+    upsert: createBatchLoader<ArtefactWrite, true>(async (writes) => {
+      await upsertArtefacts(db, writes);
+      return writes.map(() => true as const);
+    }),
+  };
+}
+
+export type ArtefactBatches = ReturnType<typeof createArtefactBatches>;
+
+/**
  * oidc-provider's storage adapter (its documented Adapter interface) on the service's own
  * database layer, so it works on PostgreSQL and on the embedded database alike and every
  * instance sees every code, token and session. One instance per model; the Client model is
  * served by `clients` (the clients table), never written.
  */
 export class DbAdapter implements Adapter {
-  constructor(private readonly db: Db, private readonly model: string) {}
+  constructor(private readonly db: Db, private readonly model: string, private readonly batches: ArtefactBatches) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-    await upsertArtefact(this.db, this.model, id, payload as Record<string, unknown>, expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN);
+    await this.batches.upsert.load({ model: this.model, id, payload: payload as Record<string, unknown>, expiresIn: expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN });
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    const row = await findArtefact(this.db, this.model, id);
+    const row = await this.batches.find.load(artefactKey(this.model, id));
     return row ? withConsumed(row) : undefined;
   }
 
@@ -46,7 +76,7 @@ export class DbAdapter implements Adapter {
    * and what the grant issued revoked (RFC 6749 section 4.1.2).
    */
   async consume(id: string): Promise<void> {
-    if (await consumeArtefact(this.db, this.model, id)) return;
+    if (await this.batches.consume.load(artefactKey(this.model, id))) return;
     if (!SINGLE_USE.has(this.model)) return;
     const row = await findArtefact(this.db, this.model, id);
     const grantId = row?.payload.grantId;
@@ -64,7 +94,7 @@ export class DbAdapter implements Adapter {
   }
 }
 
-function withConsumed(row: { payload: Record<string, unknown>; consumed: boolean }): AdapterPayload {
+function withConsumed(row: ArtefactRow): AdapterPayload {
   return (row.consumed ? { ...row.payload, consumed: true } : row.payload) as AdapterPayload;
 }
 

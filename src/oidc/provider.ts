@@ -4,7 +4,7 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { UserRecord } from '../users/user.ts';
-import { ClientAdapter, DbAdapter } from './adapter.ts';
+import { ClientAdapter, createArtefactBatches, DbAdapter } from './adapter.ts';
 import type { SigningJwk } from './keys.ts';
 import { oidcLibrary, oidcLibraryIfLoaded } from './library.ts';
 
@@ -77,8 +77,9 @@ export async function createProvider(parts: ProviderParts): Promise<Provider> {
   const production = config.NODE_ENV === 'production';
   const algs = [...new Set(parts.keys.map((k) => k.alg))] as Array<'RS256' | 'ES256' | 'ES384' | 'EdDSA'>;
   const clients = new ClientAdapter(async (id) => parts.clientMetadata(id));
+  const batches = createArtefactBatches(parts.db);
   const configuration: Configuration = {
-    adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name)),
+    adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name, batches)),
     jwks: { keys: parts.keys },
     cookies: {
       keys: parts.cookieKeys,

@@ -26,9 +26,59 @@ export async function upsertArtefact(
   );
 }
 
+/** One artefact to write: what upsertArtefact takes. */
+export interface ArtefactWrite {
+  model: string;
+  id: string;
+  payload: Record<string, unknown>;
+  expiresIn: number;
+}
+
+/**
+ * Writes (or replaces) several artefacts in one statement. A key given more than once is
+ * written once, with the last of its writes (one statement cannot update a row twice).
+ */
+export async function upsertArtefacts(q: Queryable, writes: readonly ArtefactWrite[]): Promise<void> {
+  const last = new Map(writes.map((w) => [key(w.model, w.id), w]));
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  const rows = [...last].map(([pk, w]) => [pk, w.model, JSON.stringify(w.payload), text(w.payload.grantId), text(w.payload.uid),
+    text(w.payload.userCode), text(w.payload.accountId), w.expiresIn] as const);
+  const column = (i: number) => rows.map((r) => r[i]);
+  await q.query(
+    `INSERT INTO oidc_artefacts (pk, model, payload, grant_id, uid, user_code, account_id, expires_at)
+     SELECT pk, model, payload, grant_id, uid, user_code, account_id, now() + make_interval(secs => expires_in)
+       FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::text[], $7::text[], $8::double precision[])
+         AS w (pk, model, payload, grant_id, uid, user_code, account_id, expires_in)
+     ON CONFLICT (pk) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id, uid = EXCLUDED.uid,
+       user_code = EXCLUDED.user_code, account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`,
+    [0, 1, 2, 3, 4, 5, 6, 7].map(column),
+    PREPARED,
+  );
+}
+
 const LIVE = `expires_at > now()`;
 /** The statements of every token request: parsed and planned once per connection (src/db/db.ts). */
 const PREPARED = { prepare: true } as const;
+
+/** The live artefacts among `pks` (model:id keys), by key: one statement for many lookups. */
+export async function findArtefactsByKey(q: Queryable, pks: string[]): Promise<Map<string, ArtefactRow>> {
+  const r = await q.query<ArtefactRow & { pk: string }>(
+    `SELECT pk, payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = ANY ($1::text[]) AND ${LIVE}`, [pks], PREPARED);
+  return new Map(r.rows.map(({ pk, ...row }) => [pk, row]));
+}
+
+/**
+ * Consumes the live, unconsumed artefacts among `pks` in one statement, and answers the keys it
+ * consumed: each at most once, however many callers asked for it.
+ */
+export async function consumeArtefactsByKey(q: Queryable, pks: string[]): Promise<Set<string>> {
+  const r = await q.query<{ pk: string }>(
+    `UPDATE oidc_artefacts SET consumed_at = now() WHERE pk = ANY ($1::text[]) AND consumed_at IS NULL AND ${LIVE} RETURNING pk`, [pks], PREPARED);
+  return new Set(r.rows.map((row) => row.pk));
+}
+
+/** The key an artefact is stored under. */
+export const artefactKey = key;
 
 /** The artefact, unless it is unknown or expired. */
 export async function findArtefact(q: Queryable, model: string, id: string): Promise<ArtefactRow | null> {

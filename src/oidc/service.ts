@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request } from 'express';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { writeAudit } from '../audit/writer.ts';
+import { createAuditBatch, writeAudit } from '../audit/writer.ts';
 import type { ClientService } from '../clients/service.ts';
 import type { Deps } from '../context.ts';
 import { clientIp } from '../http/client-ip.ts';
@@ -68,10 +68,12 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     return account?.admitted ? { user: account.user, roles: rolesOf(account.user, account.groups) } : undefined;
   };
 
+  /** The token endpoints' audit rows, those of requests answered together in one statement. */
+  const writeAuditRow = createAuditBatch(db);
   /** Audits what the provider did, with the caller's address; never fails the answer. */
   const audit = async (ctx: KoaContextWithOIDC, entry: Parameters<typeof writeAudit>[1]) => {
     try {
-      await writeAudit(db, { ipAddress: clientIp(ctx.req as Request), userAgent: ctx.get('user-agent') || null, ...entry });
+      await writeAuditRow({ ipAddress: clientIp(ctx.req as Request), userAgent: ctx.get('user-agent') || null, ...entry });
     } catch (err) {
       quietly(() => logger.error({ err }, 'OpenID Connect audit entry not written'));
     }

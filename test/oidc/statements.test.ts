@@ -141,6 +141,40 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     expect(naming(introspection, 'sessions')).toHaveLength(0);
   });
 
+  it('serves refreshes that arrive together with fewer statements than one at a time, each with its own tokens', async () => {
+    const grants = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await post('/token', { grant_type: 'authorization_code', code: await code(), redirect_uri: `${rp.origin}/cb` });
+      grants.push((await res.json()) as { refresh_token: string });
+    }
+    const refresh = async (token: string) => {
+      const r = await post('/token', { grant_type: 'refresh_token', refresh_token: token });
+      expect(r.status).toBe(200);
+      return ((await r.json()) as { refresh_token: string }).refresh_token;
+    };
+    const refreshesAudited = async () => (await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log WHERE action = 'oidc.refresh'")).rows[0].n;
+    const before = await refreshesAudited();
+    const alone = await statementsOf(async () => { await refresh(grants[0].refresh_token); });
+    const rotated: string[] = [];
+    const together = await statementsOf(async () => { rotated.push(...await Promise.all(grants.slice(1).map((g) => refresh(g.refresh_token)))); });
+    expect(new Set(rotated).size, 'eight new refresh tokens').toBe(8);
+    // the codes, grants and tokens (oidc_artefacts) and the audit rows are read and written by
+    // statements the requests share (src/oidc/adapter.ts, src/audit/writer.ts)
+    expect(naming(together, 'oidc_artefacts').length).toBeLessThan(8 * naming(alone, 'oidc_artefacts').length);
+    expect(naming(together, 'audit_log').length).toBeLessThan(8 * naming(alone, 'audit_log').length);
+    expect(await refreshesAudited() - before, 'every refresh audited, its own row').toBe(9);
+  });
+
+  it('gives tokens to one of two requests redeeming one code together, invalid_grant to the other', async () => {
+    const given = await code();
+    const answers = await Promise.all([0, 1].map(async () => {
+      const r = await post('/token', { grant_type: 'authorization_code', code: given, redirect_uri: `${rp.origin}/cb` });
+      return { status: r.status, body: (await r.json()) as { error?: string } };
+    }));
+    expect(answers.map((a) => a.status).sort()).toStrictEqual([200, 400]);
+    expect(answers.find((a) => a.status === 400)!.body.error).toBe('invalid_grant');
+  });
+
   it('still refuses a wrong secret, and an old one after a regeneration, on the row it read', async () => {
     const wrong = `Basic ${Buffer.from(`${client.id}:not-the-secret`).toString('base64')}`;
     const refused = await statementsOf(async () => {
