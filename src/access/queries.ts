@@ -118,25 +118,31 @@ export async function accessOf(q: Queryable, userId: number, clientId: string): 
 /** The user's columns (USER_COLUMNS) of user row `u`, beside a client row that has some of the same names. */
 const ACCOUNT_COLUMNS = USER_COLUMNS.split(', ').map((c) => `u.${c}`).join(', ');
 
+/** One account asked for by accountsFor. */
+export interface AccountKey {
+  userId: number;
+  clientId: string;
+}
+
 /**
- * The active user with this id, whether `clientId`'s access rule admits them by the current rows
- * (false when there is no such client) and their groups, in one statement: what an OpenID
- * Connect token issue reads for its account (src/oidc/service.ts). Null when there is no such
- * active user.
+ * For each (user id, client id) asked: the active user with this id, whether the client's access
+ * rule admits them by the current rows (false when there is no such client) and their groups,
+ * all in one statement: what OpenID Connect token issues read for their accounts
+ * (src/oidc/service.ts), in the order asked; null where there is no such active user.
  */
-export async function accountFor(q: Queryable, userId: number, clientId: string): Promise<{ user: UserRecord; admitted: boolean; groups: string[] } | null> {
-  const r = await q.query<UserRecord & { admitted: boolean; groups: string[] }>(
-    `SELECT ${ACCOUNT_COLUMNS},
+export async function accountsFor(q: Queryable, keys: readonly AccountKey[]): Promise<Array<{ user: UserRecord; admitted: boolean; groups: string[] } | null>> {
+  const r = await q.query<UserRecord & { admitted: boolean; groups: string[]; n: string }>(
+    `SELECT k.n, ${ACCOUNT_COLUMNS},
             coalesce(c.client_id IS NOT NULL AND ${admitsSql('u', 'c')}, false) AS admitted, ${groupsOfSql('u')} AS groups
-       FROM users u LEFT JOIN clients c ON c.client_id = $2
-      WHERE u.id = $1 AND u.active`,
-    [userId, clientId],
+       FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS k (user_id, client_id, n)
+       JOIN users u ON u.id = k.user_id AND u.active
+       LEFT JOIN clients c ON c.client_id = k.client_id`,
+    [keys.map((k) => k.userId), keys.map((k) => k.clientId)],
     { prepare: true },
   );
-  const row = r.rows[0];
-  if (!row) return null;
-  const { admitted, groups, ...user } = row;
-  return { user, admitted, groups };
+  const answers = new Array<{ user: UserRecord; admitted: boolean; groups: string[] } | null>(keys.length).fill(null);
+  for (const { n, admitted, groups, ...user } of r.rows) answers[Number(n) - 1] = { user, admitted, groups };
+  return answers;
 }
 
 /** The ids of the active clients this user may use, by name. */

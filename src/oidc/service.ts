@@ -7,7 +7,8 @@ import type { ClientService } from '../clients/service.ts';
 import type { Deps } from '../context.ts';
 import { clientIp } from '../http/client-ip.ts';
 import { quietly } from '../logging/logger.ts';
-import { accountFor, groupsOfUser } from '../access/queries.ts';
+import { accountsFor, type AccountKey, groupsOfUser } from '../access/queries.ts';
+import { createBatchLoader } from '../db/batch.ts';
 import { admitSignIn } from '../access/service.ts';
 import { findUserById } from '../users/queries.ts';
 import { rolesOf } from '../users/roles.ts';
@@ -58,13 +59,15 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     }
   };
 
+  /** The accounts the token endpoints ask for, those of requests arriving together in one statement. */
+  const accounts = createBatchLoader<AccountKey, Awaited<ReturnType<typeof accountsFor>>[number]>((keys) => accountsFor(db, keys));
   const findAccount = async (id: number, clientId: string | undefined): Promise<{ user: UserRecord; roles: string[] } | undefined> => {
     if (clientId === undefined) {
       const user = await findUserById(db, id);
       return user?.active ? { user, roles: rolesOf(user, await groupsOfUser(db, id)) } : undefined;
     }
     // the client's access rule, read now with the user: a user who left the group gets nothing more (docs/access.md)
-    const account = await accountFor(db, id, clientId);
+    const account = await accounts.load({ userId: id, clientId });
     return account?.admitted ? { user: account.user, roles: rolesOf(account.user, account.groups) } : undefined;
   };
 

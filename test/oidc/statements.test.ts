@@ -7,14 +7,24 @@ import { startIssuer, startReceiver } from './support.ts';
 const CLI = { via: 'cli' as const, username: 'test' };
 const PASSWORD = 'correct horse battery staple';
 
-/** `db` with every statement's SQL written to `seen` (a transaction's too), while `recording.on`. */
+/**
+ * `db` with every statement's SQL written to `seen` (a transaction's too), while `recording.on`;
+ * each statement is sent `state.delayMs` late (a database across a network, where requests'
+ * statements overlap; in process the embedded database answers each before the next is asked).
+ */
 function recording(db: Db) {
   const seen: string[] = [];
-  const state = { on: false };
+  const state = { on: false, delayMs: 0 };
   const note = (sql: string) => { if (state.on) seen.push(sql.replace(/\s+/g, ' ')); };
   const wrap = <Q extends Queryable>(q: Q): Q => new Proxy(q, {
     get(target, prop, receiver) {
-      if (prop === 'query') return (sql: string, ...rest: unknown[]) => { note(sql); return (target.query as (...a: unknown[]) => unknown)(sql, ...rest); };
+      if (prop === 'query') {
+        return async (sql: string, ...rest: unknown[]) => {
+          note(sql);
+          if (state.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
+          return (target.query as (...a: unknown[]) => unknown)(sql, ...rest);
+        };
+      }
       if (prop === 'transaction') return (fn: (tx: Transaction) => Promise<unknown>) => (target as unknown as Db).transaction((tx) => fn(wrap(tx)));
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
@@ -142,7 +152,7 @@ describe('OpenID Connect token endpoints: statements per request', () => {
   });
 
   it('serves refreshes that arrive together with fewer statements than one at a time, each with its own tokens', async () => {
-    const grants = [];
+    const grants: Array<{ refresh_token: string }> = [];
     for (let i = 0; i < 9; i++) {
       const res = await post('/token', { grant_type: 'authorization_code', code: await code(), redirect_uri: `${rp.origin}/cb` });
       grants.push((await res.json()) as { refresh_token: string });
@@ -156,12 +166,15 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     const before = await refreshesAudited();
     const alone = await statementsOf(async () => { await refresh(grants[0].refresh_token); });
     const rotated: string[] = [];
-    const together = await statementsOf(async () => { rotated.push(...await Promise.all(grants.slice(1).map((g) => refresh(g.refresh_token)))); });
+    rec.state.delayMs = 10;
+    const together = await statementsOf(async () => { rotated.push(...await Promise.all(grants.slice(1).map((g) => refresh(g.refresh_token)))); })
+      .finally(() => { rec.state.delayMs = 0; });
     expect(new Set(rotated).size, 'eight new refresh tokens').toBe(8);
-    // the codes, grants and tokens (oidc_artefacts) and the audit rows are read and written by
-    // statements the requests share (src/oidc/adapter.ts, src/audit/writer.ts)
+    // the codes, grants and tokens (oidc_artefacts), the accounts and the audit rows are read and
+    // written by statements the requests share (src/oidc/adapter.ts, src/oidc/service.ts, src/audit/writer.ts)
     expect(naming(together, 'oidc_artefacts').length).toBeLessThan(8 * naming(alone, 'oidc_artefacts').length);
     expect(naming(together, 'audit_log').length).toBeLessThan(8 * naming(alone, 'audit_log').length);
+    expect(naming(together, 'users').length, 'the accounts with their access rule').toBeLessThan(8 * naming(alone, 'users').length);
     expect(await refreshesAudited() - before, 'every refresh audited, its own row').toBe(9);
   });
 
