@@ -8,25 +8,7 @@ export interface ArtefactRow {
 
 const key = (model: string, id: string) => `${model}:${id}`;
 
-/**
- * Writes (or replaces) the artefact `id` of `model`, with the fields it is looked up by and
- * the user it belongs to, expiring `expiresIn` seconds from now by the database's clock.
- */
-export async function upsertArtefact(
-  q: Queryable, model: string, id: string, payload: Record<string, unknown>, expiresIn: number,
-): Promise<void> {
-  const text = (v: unknown) => (typeof v === 'string' ? v : null);
-  await q.query(
-    `INSERT INTO oidc_artefacts (pk, model, payload, grant_id, uid, user_code, account_id, expires_at)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, now() + make_interval(secs => $8::double precision))
-     ON CONFLICT (pk) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id, uid = EXCLUDED.uid,
-       user_code = EXCLUDED.user_code, account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`,
-    [key(model, id), model, JSON.stringify(payload), text(payload.grantId), text(payload.uid), text(payload.userCode), text(payload.accountId), expiresIn],
-    PREPARED,
-  );
-}
-
-/** One artefact to write: what upsertArtefact takes. */
+/** One artefact to write: `payload` for `model` and `id`, expiring `expiresIn` seconds from now by the database's clock. */
 export interface ArtefactWrite {
   model: string;
   id: string;
@@ -35,7 +17,8 @@ export interface ArtefactWrite {
 }
 
 /**
- * Writes (or replaces) several artefacts in one statement. A key given more than once is
+ * Writes (or replaces) artefacts, with the fields each is looked up by and the user it belongs
+ * to, in one statement. A key given more than once is
  * written once, with the last of its writes (one statement cannot update a row twice).
  */
 export async function upsertArtefacts(q: Queryable, writes: readonly ArtefactWrite[]): Promise<void> {
@@ -60,16 +43,10 @@ const LIVE = `expires_at > now()`;
 /** The statements of every token request: parsed and planned once per connection (src/db/db.ts). */
 const PREPARED = { prepare: true } as const;
 
-/** The live artefacts among `pks` (model:id keys), by key: one statement for many lookups. */
-export async function findArtefactsByKey(q: Queryable, pks: string[]): Promise<Map<string, ArtefactRow>> {
-  const r = await q.query<ArtefactRow & { pk: string }>(
-    `SELECT pk, payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = ANY ($1::text[]) AND ${LIVE}`, [pks], PREPARED);
-  return new Map(r.rows.map(({ pk, ...row }) => [pk, row]));
-}
-
 /**
  * Consumes the live, unconsumed artefacts among `pks` in one statement, and answers the keys it
- * consumed: each at most once, however many callers asked for it.
+ * consumed: each at most once, however many callers asked for it, whichever instance they are
+ * on. Two token requests racing on one authorization code cannot both see it unconsumed.
  */
 export async function consumeArtefactsByKey(q: Queryable, pks: string[]): Promise<Set<string>> {
   const r = await q.query<{ pk: string }>(
@@ -94,16 +71,6 @@ export async function findArtefactBy(q: Queryable, model: string, column: 'uid' 
     PREPARED,
   );
   return r.rows[0] ?? null;
-}
-
-/**
- * Marks the artefact consumed, in one statement: true for the one caller that consumed it,
- * false for every other (already consumed, by this instance or another, or gone). Two token
- * requests racing on one authorization code cannot both see it unconsumed.
- */
-export async function consumeArtefact(q: Queryable, model: string, id: string): Promise<boolean> {
-  const r = await q.query(`UPDATE oidc_artefacts SET consumed_at = now() WHERE pk = $1 AND consumed_at IS NULL AND ${LIVE}`, [key(model, id)], PREPARED);
-  return r.rowCount === 1;
 }
 
 export async function destroyArtefact(q: Queryable, model: string, id: string): Promise<void> {
