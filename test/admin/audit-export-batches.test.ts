@@ -29,9 +29,9 @@ describe('the audit export: a small first batch, then full ones', () => {
   });
   afterAll(() => app?.close());
 
-  it('writes the first page of rows first, then batches of the full size, and every row once', async () => {
+  it('writes the first page of rows first, then batches growing four times to the full size, and every row once', async () => {
     const action = unique('test.export.batches.');
-    const total = FIRST_BATCH + 250;
+    const total = FIRST_BATCH + 4 * FIRST_BATCH + 16 * FIRST_BATCH + 1000 + 70;
     await app.db.query(`INSERT INTO audit_log (action, outcome, username) SELECT $1, 'success', 'u' || n FROM generate_series(1, $2::int) AS n`, [action, total]);
     const chunks: string[][] = [];
     const out = new Writable({
@@ -40,9 +40,10 @@ describe('the audit export: a small first batch, then full ones', () => {
         done();
       },
     });
-    const count = await streamAudit(app.db, { action }, 'ndjson', out, { batchSize: 200 });
+    const count = await streamAudit(app.db, { action }, 'ndjson', out, { batchSize: 1000 });
     expect(count).toBe(total);
-    expect(chunks.map((c) => c.length), 'a page, then full batches, then the rest').toStrictEqual([FIRST_BATCH, 200, 50]);
+    expect(chunks.map((c) => c.length), 'a page, growing batches, full ones, then the rest')
+      .toStrictEqual([FIRST_BATCH, 4 * FIRST_BATCH, 16 * FIRST_BATCH, 1000, 70]);
     expect(chunks.flat()).toStrictEqual(Array.from({ length: total }, (_, i) => `u${i + 1}`));
   });
 
