@@ -336,12 +336,6 @@ export function createClientService(deps: Pick<Deps, 'db' | 'events' | 'config'>
     close: () => cache.close(),
     /** Whether client records are kept in memory now, and how many (src/clients/cache.ts). */
     credentialCache: () => cache.state(),
-    /**
-     * The client's record kept in memory, if any: a candidate that may predate a change still
-     * being announced, for callers that make what it lets through good by the database (see
-     * authenticateClientFast).
-     */
-    keptClient: (clientId: string): ClientRecord | undefined => cache.get(clientId),
 
     listClients: () => listClients(db),
     findClient: (clientId: string) => findClient(db, clientId),

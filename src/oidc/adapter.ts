@@ -3,7 +3,7 @@ import type { Db } from '../db/db.ts';
 import { oidcLibrary } from './library.ts';
 import { createBatchLoader } from '../db/batch.ts';
 import {
-  type ArtefactRow, artefactKey, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy, findArtefactConfirmingClient,
+  type ArtefactRow, artefactKey, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy,
   revokeGrantArtefacts, revokeModelByGrant, upsertArtefacts,
 } from './queries.ts';
 
@@ -45,35 +45,14 @@ export type ArtefactBatches = ReturnType<typeof createArtefactBatches>;
  * instance sees every code, token and session. One instance per model; the Client model is
  * served by `clients` (the clients table), never written.
  */
-/**
- * For a request whose client record was served from memory (KeptClient in src/oidc/clients.ts):
- * its client id and version, to check beside the request's first read, and what follows the
- * check (`settle`: nothing when the row is current; otherwise the request is decided again on
- * the current row, and refused there with InvalidClientAuth).
- */
-export interface KeptClientCheck {
-  clientId: string;
-  version: string;
-  settle(current: boolean): Promise<void>;
-}
-
 export class DbAdapter implements Adapter {
-  constructor(
-    private readonly db: Db, private readonly model: string, private readonly batches: ArtefactBatches,
-    private readonly keptClient: () => KeptClientCheck | undefined = () => undefined,
-  ) {}
+  constructor(private readonly db: Db, private readonly model: string, private readonly batches: ArtefactBatches) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
     await this.batches.upsert.load({ model: this.model, id, payload: payload as Record<string, unknown>, expiresIn: expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN });
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    const kept = this.keptClient();
-    if (kept) {
-      const { row, clientCurrent } = await findArtefactConfirmingClient(this.db, this.model, id, kept.clientId, kept.version);
-      await kept.settle(clientCurrent);
-      return row ? withConsumed(row) : undefined;
-    }
     const row = await findArtefact(this.db, this.model, id);
     return row ? withConsumed(row) : undefined;
   }

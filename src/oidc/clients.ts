@@ -62,42 +62,6 @@ export function rememberForRequest(req: Request | undefined, clientId: string, c
 }
 
 /**
- * An introspection request's client record served from the records kept in memory
- * (src/clients/cache.ts) instead of read from the database: a candidate, as on the SPEC's
- * validation, which may predate a change whose announcement is still on its way. What it lets
- * through is made good by the database before the answer goes: the request's first read of a
- * token also checks that the client's row still has this version (DbAdapter.find), and when
- * it does not, or when no token was read, the request is decided again on the current row
- * (`pending` in src/oidc/service.ts). A refusal is never decided on it: a secret that does not
- * fit it is checked against the current row (secretCheck).
- */
-export interface KeptClient {
-  clientId: string;
-  /** The version of the row the record was read from (ClientRecord.version). */
-  version: string;
-  /** The secret presented, once it fitted the kept record: to decide again on the current row. */
-  secret?: string;
-}
-
-const KEPT = Symbol('client record kept in memory, not yet confirmed');
-type WithKept = Request & { [KEPT]?: KeptClient };
-
-/** Marks the request's client record as kept in memory and unconfirmed. */
-export function markKept(req: Request, client: ClientRecord): void {
-  (req as WithKept)[KEPT] = { clientId: client.client_id, version: client.version };
-}
-
-/** The request's unconfirmed kept client record, if any. */
-export function keptOf(req: Request | undefined): KeptClient | undefined {
-  return (req as WithKept | undefined)?.[KEPT];
-}
-
-/** The request's client record is confirmed (by the database, or read from it): nothing more to make good. */
-export function confirmKept(req: Request): void {
-  delete (req as WithKept)[KEPT];
-}
-
-/**
  * The check that replaces oidc-provider's own comparison of a presented `client_secret`
  * (Client.prototype.compareClientSecret, the extension point its author points to for hashed
  * secrets: panva/node-oidc-provider#631). The service's own check decides: SHA-256 of the
@@ -108,28 +72,14 @@ export function confirmKept(req: Request): void {
  * is marked so the answer is 403, as /api/sso/token answers.
  */
 export function secretCheck(clients: Pick<ClientService, 'currentClient' | 'credentialsFit'>) {
-  const current = async (clientId: string, req: Request | undefined): Promise<ClientRecord | null> => {
-    const client = await clients.currentClient(clientId);
-    if (req) {
-      rememberForRequest(req, clientId, client);
-      confirmKept(req);
-    }
-    return client;
-  };
   return async (clientId: string, secret: string, req: Request | undefined): Promise<boolean> => {
     const records = (req as WithRecords | undefined)?.[READ_IN_REQUEST];
-    let client = records?.has(clientId) ? records.get(clientId) ?? null : await current(clientId, req);
-    const kept = keptOf(req);
-    const allowed = (c: ClientRecord) => !req || isIpAllowed(clientIp(req), c.allowed_ips);
-    // a kept record only ever lets through: a refusal is decided on the current row
-    if (kept && client && !(clients.credentialsFit(client, secret) && allowed(client))) client = await current(clientId, req);
+    const client = records?.has(clientId) ? records.get(clientId) ?? null : await clients.currentClient(clientId);
     if (!clients.credentialsFit(client, secret)) return false;
-    if (!allowed(client)) {
-      (req as Request & { [IP_REFUSED]?: string })[IP_REFUSED] = clientIp(req!);
+    if (req && !isIpAllowed(clientIp(req), client.allowed_ips)) {
+      (req as Request & { [IP_REFUSED]?: string })[IP_REFUSED] = clientIp(req);
       return false;
     }
-    const stillKept = keptOf(req);
-    if (stillKept) stillKept.secret = secret;
     return true;
   };
 }

@@ -4,19 +4,14 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { UserRecord } from '../users/user.ts';
-import { ClientAdapter, createArtefactBatches, DbAdapter, type KeptClientCheck } from './adapter.ts';
+import { ClientAdapter, createArtefactBatches, DbAdapter } from './adapter.ts';
 import type { SigningJwk } from './keys.ts';
 import { oidcLibrary, oidcLibraryIfLoaded } from './library.ts';
 
 /** The request oidc-provider is serving now (its AsyncLocalStorage context), if any. */
 export function servingRequest(): Request | undefined {
-  return servingContext()?.req as Request | undefined;
-}
-
-/** oidc-provider's context of the request it is serving now, if any. */
-export function servingContext(): KoaContextWithOIDC | undefined {
   const provider = oidcLibraryIfLoaded()?.default as unknown as { ctx?: KoaContextWithOIDC } | undefined;
-  return provider?.ctx;
+  return provider?.ctx?.req as Request | undefined;
 }
 
 /** Where oidc-provider is mounted in the app; the discovery document is also served at the root (issuer = PUBLIC_URL). */
@@ -49,8 +44,6 @@ export interface ProviderParts {
   /** The cookie keys (the session keys: SESSION_SECRET first, then the previous ones). */
   cookieKeys: string[];
   clientMetadata(clientId: string): Promise<Record<string, unknown> | undefined>;
-  /** The request's client record kept in memory and still to be confirmed, if any (src/oidc/clients.ts). */
-  keptClient(): KeptClientCheck | undefined;
   /**
    * An active user by id whom the client's access rule admits now (docs/access.md), with their
    * `roles` (role and groups, rolesOf); undefined for an unknown or inactive user, or one the
@@ -86,7 +79,7 @@ export async function createProvider(parts: ProviderParts): Promise<Provider> {
   const clients = new ClientAdapter(async (id) => parts.clientMetadata(id));
   const batches = createArtefactBatches(parts.db);
   const configuration: Configuration = {
-    adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name, batches, parts.keptClient)),
+    adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name, batches)),
     jwks: { keys: parts.keys },
     cookies: {
       keys: parts.cookieKeys,

@@ -63,24 +63,6 @@ export async function findArtefact(q: Queryable, model: string, id: string): Pro
   return r.rows[0] ?? null;
 }
 
-/**
- * findArtefact, and in the same statement whether the client's row still has `version` (its
- * xmin, ClientRecord.version): false when it changed or is gone.
- */
-export async function findArtefactConfirmingClient(
-  q: Queryable, model: string, id: string, clientId: string, version: string,
-): Promise<{ row: ArtefactRow | null; clientCurrent: boolean }> {
-  const r = await q.query<{ payload: Record<string, unknown> | null; consumed: boolean; client_current: boolean }>(
-    `SELECT a.payload, a.consumed_at IS NOT NULL AS consumed, k.client_current
-       FROM (SELECT coalesce((SELECT xmin::text = $3 FROM clients WHERE client_id = $2), false) AS client_current) k
-       LEFT JOIN oidc_artefacts a ON a.pk = $1 AND a.${LIVE}`,
-    [key(model, id), clientId, version],
-    PREPARED,
-  );
-  const { payload, consumed, client_current: clientCurrent } = r.rows[0];
-  return { row: payload ? { payload, consumed } : null, clientCurrent };
-}
-
 /** The live artefact of `model` whose `column` (uid or user_code) is `value`. */
 export async function findArtefactBy(q: Queryable, model: string, column: 'uid' | 'user_code', value: string): Promise<ArtefactRow | null> {
   const r = await q.query<ArtefactRow>(

@@ -14,10 +14,9 @@ import { findUserById } from '../users/queries.ts';
 import { rolesOf } from '../users/roles.ts';
 import type { UserRecord } from '../users/user.ts';
 import type { FailureLimit } from '../http/failure-limit.ts';
-import { clientMetadata, confirmKept, FAILURES_REFUSED, FAILURES_UNCOUNTED, IP_REFUSED, keptOf, markKept, rememberForRequest, secretCheck } from './clients.ts';
+import { clientMetadata, FAILURES_REFUSED, FAILURES_UNCOUNTED, IP_REFUSED, rememberForRequest, secretCheck } from './clients.ts';
 import { loadOidcKeys, type SigningJwk } from './keys.ts';
-import { oidcLibrary } from './library.ts';
-import { createProvider, type ProviderParts, servingContext, servingRequest } from './provider.ts';
+import { createProvider, type ProviderParts, servingRequest } from './provider.ts';
 import { revokeAccountArtefacts, revokeAccountTokens } from './queries.ts';
 
 type Views = Pick<ProviderParts, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> & {
@@ -72,22 +71,6 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     return account?.admitted ? { user: account.user, roles: rolesOf(account.user, account.groups) } : undefined;
   };
 
-  /**
-   * Decides a request whose client record came from memory again on the current row (the row
-   * changed since, or was never checked): refused there, the request is answered 401
-   * invalid_client (or 403 off the allow list, see afterAnswer) and the failure counted.
-   */
-  const settleKept = async (req: Request, clientId: string): Promise<void> => {
-    const secret = keptOf(req)?.secret ?? '';
-    confirmKept(req);
-    const record = await clients.currentClient(clientId);
-    rememberForRequest(req, clientId, record);
-    if (await checkSecret(clientId, secret, req)) return;
-    await countFailure(req, clientId);
-    const { errors } = await oidcLibrary();
-    throw new errors.InvalidClientAuth('client authentication failed');
-  };
-
   /** The token endpoints' audit rows, those of requests answered together in one statement. */
   const writeAuditRow = createAuditBatch(db);
   /** Audits what the provider did, with the caller's address; never fails the answer. */
@@ -111,19 +94,6 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
     if (!route) return;
     const req = ctx.req as Request & { [IP_REFUSED]?: string; [FAILURES_REFUSED]?: number; [FAILURES_UNCOUNTED]?: boolean };
     const clientId = ctx.oidc.client?.clientId ?? (typeof ctx.oidc.params?.client_id === 'string' ? ctx.oidc.params.client_id : null);
-    const kept = keptOf(req);
-    if (kept && ctx.status < 400) {
-      // answered on a client record kept in memory that no statement confirmed (introspection
-      // reads the token it is given, and that read confirms it: this is the guard for an answer
-      // that read none): decided again on the current row
-      try {
-        await settleKept(req, kept.clientId);
-      } catch (err) {
-        if (!(err instanceof Error && (err as { error?: string }).error === 'invalid_client')) throw err;
-        ctx.status = 401;
-        ctx.body = { error: 'invalid_client', error_description: 'client authentication failed' };
-      }
-    }
     if (ctx.status === 401 && (req[FAILURES_REFUSED] !== undefined || req[FAILURES_UNCOUNTED])) {
       ctx.remove('WWW-Authenticate');
       if (req[FAILURES_REFUSED] !== undefined) {
@@ -192,32 +162,9 @@ export function createOidcService(deps: Pick<Deps, 'config' | 'db' | 'logger' | 
       config: deps.config, db, keys, cookieKeys, findAccount,
       renderError: views.renderError, logoutSource: views.logoutSource, postLogoutSuccessSource: views.postLogoutSuccessSource,
       clientMetadata: async (id) => {
-        const ctx = servingContext();
-        const req = ctx?.req as Request | undefined;
-        // introspection writes nothing: its client may come from memory, confirmed beside its
-        // first read of a token (DbAdapter.find), decided again on the current row otherwise
-        const kept = req && ctx?.oidc?.route === 'introspection' ? clients.keptClient(id) : undefined;
-        if (req && kept?.active) {
-          rememberForRequest(req, id, kept);
-          markKept(req, kept);
-          return clientMetadata(kept);
-        }
         const client = await clients.currentClient(id);
-        rememberForRequest(req, id, client);
+        rememberForRequest(servingRequest(), id, client);
         return client ? clientMetadata(client) : undefined;
-      },
-      keptClient: () => {
-        const req = servingRequest();
-        const kept = keptOf(req);
-        if (!req || !kept?.secret) return undefined; // none, or its secret not checked yet
-        return {
-          clientId: kept.clientId,
-          version: kept.version,
-          settle: async (current) => {
-            if (current) confirmKept(req);
-            else await settleKept(req, kept.clientId);
-          },
-        };
       },
     });
     // the hashed secret: see secretCheck (src/oidc/clients.ts)

@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable, Transaction } from '../../src/db/db.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
 import { startIssuer, startReceiver } from './support.ts';
@@ -200,83 +200,6 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     const fresh = `Basic ${Buffer.from(`${client.id}:${secret}`).toString('base64')}`;
     expect((await post('/token/introspection', { token: 'x' }, fresh)).status, 'the new one, at once').toBe(200);
     basic = fresh;
-  });
-
-  /** An access token for `ada` from a code redeemed now. */
-  const accessToken = async (): Promise<string> => {
-    const res = await post('/token', { grant_type: 'authorization_code', code: await code(), redirect_uri: `${rp.origin}/cb` });
-    return ((await res.json()) as { access_token: string }).access_token;
-  };
-  const introspect = async (token: string, authorization = basic) => {
-    const r = await post('/token/introspection', { token }, authorization);
-    return { status: r.status, body: (await r.json()) as { active?: boolean; error?: string } };
-  };
-  /**
-   * Makes the instance keep the client's record: an introspection starts its listening for
-   * client changes, the next, once it listens, keeps the record it reads.
-   */
-  const keeping = async (token: string) => {
-    await introspect(token);
-    await vi.waitFor(() => expect(service.app.services.clients.credentialCache().listening).toBe(true), { timeout: 5000, interval: 10 });
-    expect((await introspect(token)).body.active).toBe(true);
-    expect(service.app.services.clients.credentialCache().kept).toBeGreaterThan(0);
-  };
-  /** Changes the client's row with its change announcement switched off: the instance keeps the record it had. */
-  const unannounced = async (sql: string, values: unknown[]) => {
-    await t.db.exec('ALTER TABLE clients DISABLE TRIGGER clients_notify_change');
-    try {
-      await t.db.query(sql, values);
-    } finally {
-      await t.db.exec('ALTER TABLE clients ENABLE TRIGGER clients_notify_change');
-    }
-  };
-
-  it('introspects on the client record kept in memory, confirmed in the statement that reads the token', async () => {
-    const token = await accessToken();
-    await keeping(token);
-    const statements = await statementsOf(async () => {
-      const r = await introspect(token);
-      expect(r.status).toBe(200);
-      expect(r.body.active).toBe(true);
-    });
-    // the token (looked for as each kind the provider tries) with the client row's version, then
-    // the grant: no statement of its own for the client
-    expect(statements.filter((x) => !/\boidc_artefacts\b/.test(x)), 'no statement of its own for the client').toStrictEqual([]);
-    expect(clientReads(statements).length, 'the client row checked beside the token').toBeGreaterThan(0);
-  });
-
-  it('decides again on the current row when the kept record is behind: a replaced secret is refused, the new one served', async () => {
-    const token = await accessToken();
-    await keeping(token);
-    const secret = `rotated-by-sql-${randomBytes(8).toString('hex')}-0123456789`;
-    await unannounced('UPDATE clients SET secret_hash = $2, secret_last4 = right($3, 4) WHERE client_id = $1',
-      [client.id, createHash('sha256').update(secret).digest('hex'), secret]);
-    const old = await introspect(token);
-    expect(old.status, 'the replaced secret').toBe(401);
-    expect(old.body.error).toBe('invalid_client');
-    const fresh = `Basic ${Buffer.from(`${client.id}:${secret}`).toString('base64')}`;
-    const now = await introspect(token, fresh);
-    expect(now.status, 'the new secret, at once').toBe(200);
-    expect(now.body.active).toBe(true);
-    basic = fresh;
-    const audited = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log WHERE action = 'oidc.client_auth' AND client_id = $1 AND details->>'route' = 'introspection'", [client.id]);
-    expect(audited.rows[0].n, 'the refusal audited').toBeGreaterThanOrEqual(1);
-  });
-
-  it('refuses a client deactivated, or an address taken off its allow list, before the announcement arrives', async () => {
-    const token = await accessToken();
-    await keeping(token);
-    await unannounced("UPDATE clients SET allowed_ips = ARRAY['10.9.9.9'] WHERE client_id = $1", [client.id]);
-    expect((await introspect(token)).status, 'off the allow list').toBe(403);
-    await unannounced("UPDATE clients SET allowed_ips = ARRAY['127.0.0.1', '::1'] WHERE client_id = $1", [client.id]);
-    expect((await introspect(token)).body.active).toBe(true);
-    await unannounced('UPDATE clients SET active = false WHERE client_id = $1', [client.id]);
-    const refused = await introspect(token);
-    expect(refused.status, 'deactivated').toBe(401);
-    // and for a token the provider does not read either (nothing confirmed the record)
-    expect((await introspect('x')).status).toBe(401);
-    await unannounced('UPDATE clients SET active = true WHERE client_id = $1', [client.id]);
-    expect((await introspect(token)).body.active).toBe(true);
   });
 
   it('answers userinfo for a bearer token without reading the browser session sent along', async () => {
