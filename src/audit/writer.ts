@@ -1,4 +1,4 @@
-import { createBatchLoader } from '../db/batch.ts';
+import { createWriteBatch } from '../db/batch.ts';
 import type { Queryable } from '../db/db.ts';
 import { writeTogether } from '../db/statement.ts';
 import { type AuditEntry, auditRows } from './queries.ts';
@@ -18,11 +18,7 @@ export async function writeAudit(q: Queryable, e: AuditEntry): Promise<void> {
  * committed; a row the database refuses fails alone.
  */
 export function createAuditBatch(q: Queryable): (entry: AuditEntry) => Promise<void> {
-  const batch = createBatchLoader<AuditEntry, true>(async (entries) => {
+  return createWriteBatch<AuditEntry>(async (entries) => {
     await writeTogether(q, [auditRows(entries)]);
-    return entries.map(() => true as const);
   });
-  return async (entry) => {
-    await batch.load(entry);
-  };
 }

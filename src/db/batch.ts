@@ -66,6 +66,24 @@ export function createBatchLoader<K, V>(
   );
 }
 
+/**
+ * A batch loader for writes that answer nothing (audit rows, attempt records, stored tokens):
+ * `write` gets every item of a batch; each caller's promise resolves once the statement that
+ * carried its item has returned. Options as createBatchLoader's.
+ */
+export function createWriteBatch<K>(
+  write: (items: readonly K[]) => Promise<void>,
+  options: Parameters<typeof createBatchLoader>[1] = {},
+): (item: K) => Promise<void> {
+  const loader = createBatchLoader<K, true>(async (items) => {
+    await write(items);
+    return items.map(() => true as const);
+  }, options);
+  return async (item) => {
+    await loader.load(item);
+  };
+}
+
 /** How long a batch waits for the statement out before it goes all the same (ms): many times a statement's time under load. */
 export const STALL_MS = 20;
 

@@ -1,7 +1,7 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { createBatchLoader, createWriteBatch } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { oidcLibrary } from './library.ts';
-import { createBatchLoader } from '../db/batch.ts';
 import {
   type ArtefactRow, artefactKey, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy,
   revokeGrantArtefacts, revokeModelByGrant, upsertArtefacts,
@@ -30,10 +30,7 @@ export function createArtefactBatches(db: Db) {
       // two callers of one key in one batch: the first consumed it, the second is refused, as it would be a moment later
       return pks.map((pk) => consumed.delete(pk));
     }),
-    upsert: createBatchLoader<ArtefactWrite, true>(async (writes) => {
-      await upsertArtefacts(db, writes);
-      return writes.map(() => true as const);
-    }),
+    upsert: createWriteBatch<ArtefactWrite>((writes) => upsertArtefacts(db, writes)),
   };
 }
 
@@ -49,7 +46,7 @@ export class DbAdapter implements Adapter {
   constructor(private readonly db: Db, private readonly model: string, private readonly batches: ArtefactBatches) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-    await this.batches.upsert.load({ model: this.model, id, payload: payload as Record<string, unknown>, expiresIn: expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN });
+    await this.batches.upsert({ model: this.model, id, payload: payload as Record<string, unknown>, expiresIn: expiresIn > 0 ? expiresIn : DEFAULT_EXPIRES_IN });
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
@@ -68,8 +65,9 @@ export class DbAdapter implements Adapter {
   }
 
   /**
-   * Consumes in one statement (consumeArtefactsByKey), shared with the requests consuming at the same moment. The library reads the artefact, sees it
-   * unconsumed, then consumes it; two instances racing on one code would both get that far.
+   * Consumes in one statement (consumeArtefactsByKey), shared with the requests consuming at
+   * the same moment. The library reads the artefact, sees it unconsumed, then consumes it; two
+   * instances racing on one code would both get that far.
    * The one whose statement did not consume it is refused here as a replay is: invalid_grant,
    * and what the grant issued revoked (RFC 6749 section 4.1.2).
    */

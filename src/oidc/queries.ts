@@ -6,7 +6,8 @@ export interface ArtefactRow {
   consumed: boolean;
 }
 
-const key = (model: string, id: string) => `${model}:${id}`;
+/** The key an artefact is stored under (its pk). */
+export const artefactKey = (model: string, id: string) => `${model}:${id}`;
 
 /** One artefact to write: `payload` for `model` and `id`, expiring `expiresIn` seconds from now by the database's clock. */
 export interface ArtefactWrite {
@@ -18,11 +19,11 @@ export interface ArtefactWrite {
 
 /**
  * Writes (or replaces) artefacts, with the fields each is looked up by and the user it belongs
- * to, in one statement. A key given more than once is
- * written once, with the last of its writes (one statement cannot update a row twice).
+ * to, in one statement. A key given more than once is written once, with the last of its
+ * writes (one statement cannot update a row twice).
  */
 export async function upsertArtefacts(q: Queryable, writes: readonly ArtefactWrite[]): Promise<void> {
-  const last = new Map(writes.map((w) => [key(w.model, w.id), w]));
+  const last = new Map(writes.map((w) => [artefactKey(w.model, w.id), w]));
   const text = (v: unknown) => (typeof v === 'string' ? v : null);
   const rows = [...last].map(([pk, w]) => [pk, w.model, JSON.stringify(w.payload), text(w.payload.grantId), text(w.payload.uid),
     text(w.payload.userCode), text(w.payload.accountId), w.expiresIn] as const);
@@ -54,12 +55,9 @@ export async function consumeArtefactsByKey(q: Queryable, pks: string[]): Promis
   return new Set(r.rows.map((row) => row.pk));
 }
 
-/** The key an artefact is stored under. */
-export const artefactKey = key;
-
 /** The artefact, unless it is unknown or expired. */
 export async function findArtefact(q: Queryable, model: string, id: string): Promise<ArtefactRow | null> {
-  const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [key(model, id)], PREPARED);
+  const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [artefactKey(model, id)], PREPARED);
   return r.rows[0] ?? null;
 }
 
@@ -74,18 +72,18 @@ export async function findArtefactBy(q: Queryable, model: string, column: 'uid' 
 }
 
 export async function destroyArtefact(q: Queryable, model: string, id: string): Promise<void> {
-  await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key(model, id)], PREPARED);
+  await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [artefactKey(model, id)], PREPARED);
 }
 
 /** Deletes the artefacts of `model` issued under a grant (the Grant model: the grant itself). */
 export async function revokeModelByGrant(q: Queryable, model: string, grantId: string): Promise<void> {
-  if (model === 'Grant') await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [key('Grant', grantId)]);
+  if (model === 'Grant') await q.query('DELETE FROM oidc_artefacts WHERE pk = $1', [artefactKey('Grant', grantId)]);
   else await q.query('DELETE FROM oidc_artefacts WHERE grant_id = $1 AND model = $2', [grantId, model]);
 }
 
 /** Deletes every artefact of a grant (its codes, tokens and the grant itself), whatever the model. */
 export async function revokeGrantArtefacts(q: Queryable, grantId: string): Promise<void> {
-  await q.query('DELETE FROM oidc_artefacts WHERE grant_id = $1 OR pk = $2', [grantId, key('Grant', grantId)]);
+  await q.query('DELETE FROM oidc_artefacts WHERE grant_id = $1 OR pk = $2', [grantId, artefactKey('Grant', grantId)]);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import { createBatchLoader } from '../db/batch.ts';
+import { createWriteBatch } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { failureFields } from '../http/unavailable.ts';
 import type { GuardPolicy, Lookup } from './address-guard.ts';
@@ -57,10 +57,7 @@ export function createAttempts(options: AttemptOptions) {
   // Attempts that finish within a few milliseconds of each other are recorded in one
   // statement: the receiver already has its event, and at a steady load one statement per
   // attempt cost PostgreSQL more than the attempts did.
-  const recorder = createBatchLoader<AttemptRecord, true>(async (records) => {
-    await recordAttempts(db, records);
-    return records.map(() => true as const);
-  }, { waitMs: RECORD_WAIT_MS });
+  const recordTogether = createWriteBatch<AttemptRecord>((records) => recordAttempts(db, records), { waitMs: RECORD_WAIT_MS });
 
   /** The record of an attempt; `gone`: a 410 that disables its webhook (no retry). */
   function recordOf(delivery: ClaimedDelivery, outcome: AttemptOutcome, gone: boolean): AttemptRecord {
@@ -96,7 +93,7 @@ export function createAttempts(options: AttemptOptions) {
           await disableWebhook(tx, delivery.webhook_id, 'receiver answered 410 Gone');
         });
       } else {
-        await recorder.load(record);
+        await recordTogether(record);
       }
     } catch (err) {
       // Unrecorded, the lease runs out and the attempt is made again: at least once.
