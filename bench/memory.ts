@@ -13,7 +13,10 @@
  * cost 4) and GET /login, in turn on every connection. Goals: RSS after load ≤ 1.3 × idle, and the
  * end of the load not above its halfway point (not climbing).
  *
- * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server;
+ * MEMORY_DATABASES (`embedded postgres`, the default, or either) which runs to make. Each reading
+ * also gives the process's threads and the main isolate's heap committed and its young generation
+ * (new space), from the metrics listener.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -26,6 +29,8 @@ import { adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, NODE_FLAGS
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
 const LOAD_SECONDS = Number(process.env.LOAD_SECONDS ?? 300);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 8);
+/** Which databases to measure, in order: `embedded`, `postgres` or both (the default). */
+const DATABASES = (process.env.MEMORY_DATABASES ?? 'embedded postgres').split(/\s+/).filter(Boolean);
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 const MB = 1024 * 1024;
 const PASSWORD = 'quiet harbor lantern 42';
@@ -61,19 +66,33 @@ function descendants(pid: number): number[] {
   return found;
 }
 
-interface Reading { rss: number; children: number; heap: number }
+/** The number of threads of `pid` (0 when it is gone). */
+function threadsOf(pid: number): number {
+  try {
+    return Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
 
-async function heapUsed(metricsPort: number | undefined): Promise<number> {
-  if (metricsPort === undefined) return Number.NaN;
-  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
-  const m = /^nodejs_heap_size_used_bytes\s+([\d.e+]+)/m.exec(text);
+/** RSS, with the V8 heap's parts as the metrics listener reports them (the main thread's isolate). */
+interface Reading { rss: number; children: number; threads: number; heap: number; heapTotal: number; newSpace: number }
+
+/** One gauge from the metrics listener's text, NaN when it is not there. */
+function gauge(text: string, name: string): number {
+  const m = new RegExp(`^${name.replace(/[{}]/g, '\\$&')}\\s+([\\d.e+]+)`, 'm').exec(text);
   return m ? Number(m[1]) : Number.NaN;
 }
 
 async function read(pid: number, metricsPort?: number): Promise<Reading> {
-  const heap = await heapUsed(metricsPort);
+  const text = metricsPort === undefined ? '' : await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
   const children = descendants(pid).reduce((sum, c) => sum + rssOf(c), 0);
-  return { rss: rssOf(pid), children, heap };
+  return {
+    rss: rssOf(pid), children, threads: threadsOf(pid),
+    heap: gauge(text, 'nodejs_heap_size_used_bytes'),
+    heapTotal: gauge(text, 'nodejs_heap_size_total_bytes'),
+    newSpace: gauge(text, 'nodejs_heap_space_size_total_bytes{space="new"}'),
+  };
 }
 
 /** Spawns `args` under node and waits (60 s at most) until GET `probe` on `port` answers 200. */
@@ -115,11 +134,12 @@ async function mixedLoad(base: string, creds: { client_id: string; client_secret
   return { requests: result.requests.total, non2xx: result.non2xx, errors: result.errors };
 }
 
-interface Row { run: string; at: string; 'rss MB': number; 'children MB': number; 'heap used MB': number; note: string }
+interface Row { run: string; at: string; 'rss MB': number; 'children MB': number; threads: number; 'heap used MB': number; 'heap MB': number; 'new space MB': number; note: string }
 const rows: Row[] = [];
+const mb = (n: number) => (Number.isNaN(n) ? Number.NaN : Math.round(n / MB));
 const push = (run: string, at: string, r: Reading, note = '') => rows.push({
-  run, at, 'rss MB': Math.round((r.rss + r.children) / MB), 'children MB': Math.round(r.children / MB),
-  'heap used MB': Number.isNaN(r.heap) ? Number.NaN : Math.round(r.heap / MB), note,
+  run, at, 'rss MB': mb(r.rss + r.children), 'children MB': mb(r.children), threads: r.threads,
+  'heap used MB': mb(r.heap), 'heap MB': mb(r.heapTotal), 'new space MB': mb(r.newSpace), note,
 });
 
 interface Readings { idle: number; halfway: number; loaded: number; settled: number }
@@ -167,6 +187,28 @@ function verdict(name: string, r: Readings, idleGoal: number): string {
     + `end / halfway of the load = ${(r.loaded / r.halfway).toFixed(2)} (climbing above 1); settled / idle = ${(r.settled / r.idle).toFixed(2)}`;
 }
 
+async function measureEmbedded(): Promise<string> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-mem-'));
+  try {
+    const env = benchServiceEnv('', { DATA_DIR: dataDir });
+    env.BENCH_CREDS = benchClient(env);
+    return verdict('embedded', await measureService('embedded (PGlite)', env), 300);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function measurePostgres(): Promise<string> {
+  const db = await benchDatabase(adminUrl, 'bench_mem');
+  try {
+    const env = benchServiceEnv(db.url);
+    env.BENCH_CREDS = benchClient(env);
+    return verdict('PostgreSQL', await measureService('PostgreSQL', env), 120);
+  } finally {
+    await db.drop();
+  }
+}
+
 async function main(): Promise<void> {
   // built now: the start script runs src/ through tsx when it is newer than dist/, which is not what is deployed
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
@@ -178,25 +220,8 @@ async function main(): Promise<void> {
   push('reference: node -e http server', 'ready', await read(ref.pid!));
   await stopProcess(ref);
 
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-mem-'));
-  try {
-    const env = benchServiceEnv('', { DATA_DIR: dataDir });
-    env.BENCH_CREDS = benchClient(env);
-    const r = await measureService('embedded (PGlite)', env);
-    verdicts.push(verdict('embedded', r, 300));
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-
-  const db = await benchDatabase(adminUrl, 'bench_mem');
-  try {
-    const env = benchServiceEnv(db.url);
-    env.BENCH_CREDS = benchClient(env);
-    const r = await measureService('PostgreSQL', env);
-    verdicts.push(verdict('PostgreSQL', r, 120));
-  } finally {
-    await db.drop();
-  }
+  if (DATABASES.includes('embedded')) verdicts.push(await measureEmbedded());
+  if (DATABASES.includes('postgres')) verdicts.push(await measurePostgres());
 
   console.log(`\nnode flags: ${NODE_FLAGS.join(' ') || '(none)'}; idle ${IDLE_SECONDS} s, load ${LOAD_SECONDS} s at ${CONNECTIONS} connections`);
   console.table(rows);
