@@ -20,12 +20,14 @@ export interface ArtefactWrite {
 /**
  * Writes (or replaces) artefacts, with the fields each is looked up by and the user it belongs
  * to, in one statement. A key given more than once is written once, with the last of its
- * writes (one statement cannot update a row twice).
+ * writes (one statement cannot update a row twice). The rows go in key order: the statement
+ * locks them in that order, so two instances writing batches that share keys (a grant or a
+ * session both update) take the locks alike and cannot deadlock.
  */
 export async function upsertArtefacts(q: Queryable, writes: readonly ArtefactWrite[]): Promise<void> {
   const last = new Map(writes.map((w) => [artefactKey(w.model, w.id), w]));
   const text = (v: unknown) => (typeof v === 'string' ? v : null);
-  const rows = [...last].map(([pk, w]) => [pk, w.model, JSON.stringify(w.payload), text(w.payload.grantId), text(w.payload.uid),
+  const rows = [...last].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([pk, w]) => [pk, w.model, JSON.stringify(w.payload), text(w.payload.grantId), text(w.payload.uid),
     text(w.payload.userCode), text(w.payload.accountId), w.expiresIn] as const);
   const column = (i: number) => rows.map((r) => r[i]);
   await q.query(
