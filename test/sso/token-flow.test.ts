@@ -34,6 +34,26 @@ describe('server-to-server SSO flow', () => {
     expect(validated.headers.etag).toBe(undefined);
   });
 
+  it('gives each token a version-7 UUID as jti, in the order of issue (new keys at the right edge of the index), and validates it', async () => {
+    const client = await makeClient(app);
+    const user = await makeUser(app);
+    const jtis: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const issued = await app.http.post('/api/sso/token', { ...creds(client), username: user.username });
+      expect(issued.status, issued.text).toBe(200);
+      jtis.push(decode(issued.body.token).jti as string);
+      if (i === 0) await new Promise((resolve) => setTimeout(resolve, 5)); // two milliseconds apart at least once
+    }
+    for (const jti of jtis) expect(jti).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(jtis).size).toBe(5);
+    expect([...jtis].sort()).toStrictEqual(jtis);
+    // the first 48 bits are the time of issue, in milliseconds
+    const issuedAt = Number.parseInt(jtis[0].replace(/-/g, '').slice(0, 12), 16);
+    expect(Math.abs(issuedAt - Date.now())).toBeLessThan(60_000);
+    const stored = await app.db.query<{ jti: string }>('SELECT jti::text AS jti FROM sso_tokens WHERE jti = ANY ($1::uuid[]) ORDER BY jti', [jtis]);
+    expect(stored.rows.map((r) => r.jti)).toStrictEqual(jtis);
+  });
+
   it('answers the token\'s roles claim and the user\'s full name in `user`, on both validate routes, the rest as before', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app, { role: 'editor', fullName: 'Ada Lovelace' });
