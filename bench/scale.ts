@@ -46,6 +46,14 @@ const PASSWORD = 'quiet harbor lantern 42';
 interface Op { 'req/s': number; p50_ms: number; p99_ms: number; non2xx: number }
 type Results = Map<string, Op>;
 
+/**
+ * The SQL of a version-7 UUID for the time `t`, the shape of the jtis the service issues
+ * (src/sso/service.ts newTokenId): 48 bits of milliseconds, the version, random bits.
+ * PostgreSQL 15 has no uuidv7().
+ */
+const uuidv7At = (t: string) =>
+  `(lpad(to_hex((extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid`;
+
 /** Writes a data set into `url`: `users` users, `rows` tokens and as many audit rows; then ANALYZE. */
 async function fill(url: string, clientId: string, { users: USERS, rows: ROWS }: { users: number; rows: number }): Promise<void> {
   const sql = new pg.Client({ connectionString: url });
@@ -65,7 +73,7 @@ async function fill(url: string, clientId: string, { users: USERS, rows: ROWS }:
       // an unused token past its expiry has had its token.expired (expiry_notified_at), as the
       // service's sweep leaves it: otherwise the large side's sweep works through them during the run
       `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at, expiry_notified_at)
-       SELECT gen_random_uuid(), $3::int + g % ($4::int - $3::int + 1), $1, 'user' || g, '10.0.0.1',
+       SELECT ${uuidv7At('issued')}, $3::int + g % ($4::int - $3::int + 1), $1, 'user' || g, '10.0.0.1',
               issued, issued + interval '5 minutes',
               CASE WHEN g % 10 <> 0 THEN issued END,
               CASE WHEN g % 10 = 0 AND issued + interval '5 minutes' <= now() THEN issued + interval '5 minutes' END
@@ -146,7 +154,7 @@ async function prune(side: Side): Promise<Op> {
        FROM generate_series(1, $1::int) g`, [PRUNE_ROWS]);
     await sql.query(
       `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
-       SELECT gen_random_uuid(), 1, $2, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
+       SELECT ${uuidv7At("t - interval '1 minute'")}, 1, $2, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
        FROM generate_series(1, $1::int) g, LATERAL (SELECT now() - interval '3 days' - g * interval '1 second' AS t) x`, [PRUNE_ROWS, side.creds.client_id]);
     await sql.query('VACUUM ANALYZE audit_log, sso_tokens');
   } finally {
