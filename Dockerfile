@@ -43,6 +43,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 # SIGTERM drains in-flight requests and stops the workers (at most ~25 s; see stop_grace_period).
 STOPSIGNAL SIGTERM
 # V8's young generation held to 4 MiB semi-spaces, as `npm start` does: under load V8 grows them
-# to 16 MiB and keeps them, about 40 MB more resident, for 3-5% more throughput on the hot paths
+# to 16 MiB and keeps them, about 20-40 MB more resident, for 3-5% more throughput on the hot paths
 # (docs/performance.md, "Memory at rest and under load").
 CMD ["node", "--max-semi-space-size=4", "dist/server.js"]

@@ -31,6 +31,9 @@ const LOAD_SECONDS = Number(process.env.LOAD_SECONDS ?? 300);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 8);
 /** Which databases to measure, in order: `embedded`, `postgres` or both (the default). */
 const DATABASES = (process.env.MEMORY_DATABASES ?? 'embedded postgres').split(/\s+/).filter(Boolean);
+for (const name of DATABASES) {
+  if (name !== 'embedded' && name !== 'postgres') throw new Error(`MEMORY_DATABASES: ${name} is neither embedded nor postgres`);
+}
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 const MB = 1024 * 1024;
 const PASSWORD = 'quiet harbor lantern 42';

@@ -29,7 +29,7 @@ import pg from 'pg';
 import { openPostgres } from '../src/db/postgres.ts';
 import { prunePass } from '../src/retention/pruner.ts';
 import {
-  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, startProcess, stopProcess,
+  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, startProcess, stopProcess, uuidv7At,
 } from './support.ts';
 
 const USERS = Number(process.env.SCALE_USERS ?? 1_000_000);
@@ -45,14 +45,6 @@ const PASSWORD = 'quiet harbor lantern 42';
 
 interface Op { 'req/s': number; p50_ms: number; p99_ms: number; non2xx: number }
 type Results = Map<string, Op>;
-
-/**
- * The SQL of a version-7 UUID for the time `t`, the shape of the jtis the service issues
- * (src/sso/service.ts newTokenId): 48 bits of milliseconds, the version, random bits.
- * PostgreSQL 15 has no uuidv7().
- */
-const uuidv7At = (t: string) =>
-  `(lpad(to_hex((extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid`;
 
 /** Writes a data set into `url`: `users` users, `rows` tokens and as many audit rows; then ANALYZE. */
 async function fill(url: string, clientId: string, { users: USERS, rows: ROWS }: { users: number; rows: number }): Promise<void> {

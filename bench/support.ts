@@ -162,6 +162,14 @@ export function createBenchClient(databaseUrl: string): { creds: { client_id: st
 }
 
 /**
+ * The SQL of a version-7 UUID for the time `t`, the shape of the jtis the service issues
+ * (src/sso/service.ts newTokenId): 48 bits of milliseconds, the version, random bits, the
+ * variant. PostgreSQL 15 has no uuidv7().
+ */
+export const uuidv7At = (t: string) =>
+  `(lpad(to_hex(floor(extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid`;
+
+/**
  * `count` single-use tokens of user `bench` for the client `clientId`, written as token issue
  * writes them, for the limit (bench/limit.ts validates a token by its jti): their jtis.
  */
@@ -171,7 +179,7 @@ export async function writeLimitTokens(databaseUrl: string, clientId: string, co
   try {
     const { rows } = await sql.query<{ jti: string }>(
       `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at)
-       SELECT gen_random_uuid(), u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
+       SELECT ${uuidv7At('now()')}, u.id, $1, u.username, '127.0.0.1', now(), now() + interval '1 day'
        FROM users u, generate_series(1, $2::int) WHERE u.username = 'bench' RETURNING jti`,
       [clientId, count],
     );

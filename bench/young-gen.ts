@@ -4,7 +4,7 @@
  * in the same run.
  *
  * One service process per size in YOUNG_GEN_SIZES (space-separated MiB, `default` for the start
- * script's flags as they are; default "default 32 64"), all on one fresh PostgreSQL database,
+ * script's flags as they are; default "default 16 64"), all on one fresh PostgreSQL database,
  * started at once (as deployed: dist/, the start script's flags, then --max-semi-space-size).
  * In each of YOUNG_GEN_ROUNDS rounds (default 5) each process in turn (the order turned every
  * round: the machine's speed drifts) gets token issue for YOUNG_GEN_SECONDS (default 8) at
@@ -22,7 +22,7 @@ import {
   startProcess, stopProcess,
 } from './support.ts';
 
-const SIZES = (process.env.YOUNG_GEN_SIZES ?? 'default 32 64').split(/\s+/).filter(Boolean);
+const SIZES = (process.env.YOUNG_GEN_SIZES ?? 'default 16 64').split(/\s+/).filter(Boolean);
 const ROUNDS = Number(process.env.YOUNG_GEN_ROUNDS ?? 5);
 const SECONDS = Number(process.env.YOUNG_GEN_SECONDS ?? 8);
 const IDLE = Number(process.env.YOUNG_GEN_IDLE ?? 30);

@@ -8,7 +8,7 @@ const read = (file: string) => readFileSync(new URL(file, root), 'utf8');
 /**
  * The service runs with V8's young generation held to 4 MiB semi-spaces (docs/performance.md,
  * "Memory at rest and under load": V8's default lets them grow to 16 MiB under load and keeps
- * them, about 40 MB more resident, for 3-5% more throughput; 64 MiB kept 100 MB more).
+ * them, about 20-40 MB more resident, for 3-5% more throughput; 64 MiB kept 100 MB more).
  * `npm start`, the Docker image and the benchmark must start it alike.
  */
 describe('the node options the service runs with', () => {
