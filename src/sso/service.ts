@@ -27,13 +27,13 @@ export const SESSION_ENDED = 'session_ended';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * A token's jti, the key of its sso_tokens row: a UUID of version 7, whose first 48 bits are
- * the time of issue (RFC 9562), then a counter that starts at a random value each millisecond
- * (so one process's ids sort in issue order), then random bits. Issued in time order, new rows go to the
- * right edge of the primary key's index, which stays in memory, where random (version 4) keys
- * land on any of its pages: at 10⁷ rows most of them are not in shared buffers, and the first
- * change to each after a checkpoint writes the whole page to the WAL (docs/performance.md, "Cost
- * as data grows"). A token's time of issue is in its claims already (iat).
+ * A token's jti, the key of its sso_tokens row: a UUID of version 7 (RFC 9562), whose first 48
+ * bits are the time of issue, then a counter that starts at a random value each millisecond (so
+ * one process's ids sort in issue order), then random bits. Issued in time order, new rows go to
+ * the right edge of the primary key's index, which stays in memory, where random (version 4)
+ * keys land on any of its pages: at 10⁷ rows most of them are not in shared buffers, and the
+ * first change to each after a checkpoint writes the whole page to the WAL (docs/performance.md,
+ * "Cost as data grows"). A token's time of issue is in its claims already (iat).
  */
 export const newTokenId = (): string => uuidv7();
 
