@@ -24,7 +24,7 @@ import { pruneLockOf } from '../src/retention/pruner.ts';
 import { PRUNED_TABLES } from '../src/retention/queries.ts';
 import {
   benchDatabase, benchServiceEnv, createBenchClient, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, SERVICE_ROOT, serviceEntry, settleDatabase,
-  startProcess, stopProcess, uuidv7At,
+  startProcess, stopProcess, writeUsedTokens,
 } from './support.ts';
 import { freePort } from '../test/helpers/http.ts';
 
@@ -58,10 +58,7 @@ async function writeBacklog(db: pg.Client, rows: number, userId: number, clientI
   await chunks(n.audit_log, (a, b) => db.query(
     `INSERT INTO audit_log (at, action, outcome, details) SELECT now() - interval '400 days' - g * interval '1 second', 'token.validate', 'success',
        jsonb_build_object('jti', gen_random_uuid()::text) FROM generate_series($1::int, $2::int) g`, [a, b]));
-  await chunks(n.sso_tokens, (a, b) => db.query(
-    `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
-     SELECT ${uuidv7At("t - interval '1 minute'")}, $3, $4, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
-     FROM generate_series($1::int, $2::int) g, LATERAL (SELECT now() - interval '3 days' - g * interval '1 second' AS t) x`, [a, b, userId, clientId]));
+  await chunks(n.sso_tokens, (a, b) => writeUsedTokens(db, a, b, userId, clientId));
   await chunks(n.webhook_deliveries, (a, b) => db.query(
     `WITH d AS (
        INSERT INTO webhook_deliveries (id, webhook_id, event, data, status, attempts, created_at, completed_at)

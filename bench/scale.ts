@@ -29,7 +29,7 @@ import pg from 'pg';
 import { openPostgres } from '../src/db/postgres.ts';
 import { prunePass } from '../src/retention/pruner.ts';
 import {
-  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, startProcess, stopProcess, uuidv7At,
+  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, startProcess, stopProcess, uuidv7At, writeUsedTokens,
 } from './support.ts';
 
 const USERS = Number(process.env.SCALE_USERS ?? 1_000_000);
@@ -144,10 +144,7 @@ async function prune(side: Side): Promise<Op> {
     await sql.query(
       `INSERT INTO audit_log (at, action, outcome, details) SELECT now() - interval '400 days' - g * interval '1 second', 'token.validate', 'success', '{}'
        FROM generate_series(1, $1::int) g`, [PRUNE_ROWS]);
-    await sql.query(
-      `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
-       SELECT ${uuidv7At("t - interval '1 minute'")}, 1, $2, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
-       FROM generate_series(1, $1::int) g, LATERAL (SELECT now() - interval '3 days' - g * interval '1 second' AS t) x`, [PRUNE_ROWS, side.creds.client_id]);
+    await writeUsedTokens(sql, 1, PRUNE_ROWS, 1, side.creds.client_id);
     await sql.query('VACUUM ANALYZE audit_log, sso_tokens');
   } finally {
     await sql.end();

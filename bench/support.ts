@@ -170,6 +170,20 @@ export const uuidv7At = (t: string) =>
   `(lpad(to_hex(floor(extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid`;
 
 /**
+ * Used tokens of user `userId` at `clientId` past the token retention: token g, for g from `from`
+ * to `to`, was issued 3 days, a minute and g seconds ago and used 30 seconds later, as issue and
+ * validation leave them (version-7 jtis of its issue time). The pruning benches' token backlog.
+ */
+export function writeUsedTokens(sql: pg.Client, from: number, to: number, userId: number, clientId: string): Promise<unknown> {
+  return sql.query(
+    `INSERT INTO sso_tokens (jti, user_id, client_id, username, ip_address, issued_at, expires_at, used_at)
+     SELECT ${uuidv7At("t - interval '1 minute'")}, $3, $4, 'bench', '127.0.0.1', t - interval '1 minute', t, t - interval '30 seconds'
+     FROM generate_series($1::int, $2::int) g, LATERAL (SELECT now() - interval '3 days' - g * interval '1 second' AS t) x`,
+    [from, to, userId, clientId],
+  );
+}
+
+/**
  * `count` single-use tokens of user `bench` for the client `clientId`, written as token issue
  * writes them, for the limit (bench/limit.ts validates a token by its jti): their jtis.
  */
