@@ -29,9 +29,11 @@ export type EventSource = ReadonlyArray<Record<string, unknown>> | { readonly se
  *
  * With `lease`, the rows are written already claimed for their first attempt and leased to
  * the dispatcher they will be handed to, and the statement answers them as that dispatcher
- * needs them (ClaimedDelivery, src/webhooks/delivery-queries.ts).
+ * needs them (ClaimedDelivery, src/webhooks/delivery-queries.ts). With `counted`, it answers
+ * how many rows it wrote (`n`): none when no active webhook is subscribed to the event.
  */
-export function deliveryRows(event: string, data: EventSource, lease?: { leaseMs: number }): WritePart | null {
+export function deliveryRows(event: string, data: EventSource, options: { leaseMs: number } | { counted: true } | null = null): WritePart | null {
+  const lease = options && 'leaseMs' in options ? options : null;
   if (Array.isArray(data) && data.length === 0) return null;
   const part: WritePart = {
     sql: (bind) => {
@@ -45,9 +47,10 @@ export function deliveryRows(event: string, data: EventSource, lease?: { leaseMs
        FROM ${events}
        CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
        ORDER BY e.n, w.id
-       FOR KEY SHARE OF w${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : ''}`;
+       FOR KEY SHARE OF w${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : options ? '\n       RETURNING 1' : ''}`;
     },
   };
   if (lease) part.answer = (cte) => `${CLAIMED_DELIVERY_COLUMNS} FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
+  else if (options) part.answer = (cte) => `count(*)::int AS n FROM ${cte}`;
   return part;
 }

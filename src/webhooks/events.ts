@@ -80,8 +80,13 @@ export function createOutbox(): EventOutbox {
   };
   return {
     async record(tx, event, data) {
-      const part = deliveryRows(event, Array.isArray(data) ? data : [data]);
-      if (part) await writeTogether(tx, [{ ...part, committed: wake }]);
+      const part = deliveryRows(event, Array.isArray(data) ? data : [data], { counted: true });
+      if (!part) return;
+      const [written] = await writeTogether<{ n: number }>(tx, [part]);
+      // Only deliveries written wake the dispatcher: with no webhook subscribed to the event
+      // (most sign-ins, often) a wake-up would cost it a claim statement that finds nothing.
+      // The same `wake` registered by several events of a transaction runs once.
+      if (written.n > 0) afterCommitOf(tx)(wake);
     },
     written: (tx) => afterCommitOf(tx)(wake),
     part(event, data) {
