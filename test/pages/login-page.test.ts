@@ -48,7 +48,7 @@ describe('the sign-in page (HTTP level)', () => {
     }
   });
 
-  it('signs in with the form: 303 to the registered callback with token and state, no-store, no-referrer; the token validates once', async () => {
+  it('signs in with the form: 303 to the registered callback with token and state, no-store, no-referrer; the token (a version-7 jti) validates once', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
     const { answer } = await submitLogin(app, client, user.username, user.password, { state: 'xyz 123' });
@@ -60,6 +60,10 @@ describe('the sign-in page (HTTP level)', () => {
     expect(location.searchParams.get('from'), 'the registered query is kept').toBe('auth');
     expect(location.searchParams.get('state')).toBe('xyz 123');
     const token = location.searchParams.get('token')!;
+    // the page's tokens are written where the API's are: a version-7 jti, at the index's right edge
+    const { jti } = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+    expect(jti).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Math.abs(Number.parseInt(jti.replace(/-/g, '').slice(0, 12), 16) - Date.now())).toBeLessThan(60_000);
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
     const first = await app.http.post('/api/sso/validate', { ...creds, token });
     expect(first.status, first.text).toBe(200);
