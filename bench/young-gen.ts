@@ -13,6 +13,10 @@
  * resident memory (VmRSS) after starting, after the rounds, and after YOUNG_GEN_IDLE seconds
  * (default 30) idle.
  *
+ * NODE_FLAG_SETS compares other node options the same way: sets separated by `|`, each added
+ * to the start script's flags (`default` for none), e.g. "default|--heap-growing-percent=10";
+ * given, it replaces YOUNG_GEN_SIZES.
+ *
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
  */
 import { type ChildProcess } from 'node:child_process';
@@ -23,6 +27,10 @@ import {
 } from './support.ts';
 
 const SIZES = (process.env.YOUNG_GEN_SIZES ?? 'default 16 64').split(/\s+/).filter(Boolean);
+/** The variants compared: a label and the flags added to the start script's. */
+const VARIANTS: Array<{ label: string; flags: string[] }> = process.env.NODE_FLAG_SETS !== undefined
+  ? process.env.NODE_FLAG_SETS.split('|').map((set) => set.trim()).filter(Boolean).map((set) => ({ label: set, flags: set === 'default' ? [] : set.split(/\s+/) }))
+  : SIZES.map((size) => ({ label: size, flags: size === 'default' ? [] : [`--max-semi-space-size=${size}`] }));
 const ROUNDS = Number(process.env.YOUNG_GEN_ROUNDS ?? 5);
 const SECONDS = Number(process.env.YOUNG_GEN_SECONDS ?? 8);
 const IDLE = Number(process.env.YOUNG_GEN_IDLE ?? 30);
@@ -35,18 +43,22 @@ const rssOf = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileS
 interface Served { size: string; child: ChildProcess; base: string; issue: number[]; validate: number[]; rss: { started: number; loaded: number; idle: number } }
 
 async function main() {
-  for (const size of SIZES) if (size !== 'default' && !/^\d+$/.test(size)) throw new Error(`YOUNG_GEN_SIZES: "${size}" is neither a number of MiB nor "default"`);
+  if (process.env.NODE_FLAG_SETS !== undefined) {
+    for (const v of VARIANTS) if (v.flags.some((f) => !f.startsWith('--'))) throw new Error(`NODE_FLAG_SETS: "${v.label}" is neither node options nor "default"`);
+  } else {
+    for (const size of SIZES) if (size !== 'default' && !/^\d+$/.test(size)) throw new Error(`YOUNG_GEN_SIZES: "${size}" is neither a number of MiB nor "default"`);
+  }
   const db = await benchDatabase(adminUrl, 'auth_bench_yg');
   const served: Served[] = [];
   try {
     const entry = serviceEntry();
-    for (const size of SIZES) {
-      const flags = size === 'default' ? [] : [`--max-semi-space-size=${size}`];
+    for (const { label, flags } of VARIANTS) {
       // one after the other: the first migrates the database
       const { child, port } = await startProcess(entry, benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: flags });
-      served.push({ size, child, base: `http://127.0.0.1:${port}`, issue: [], validate: [], rss: { started: 0, loaded: 0, idle: 0 } });
+      served.push({ size: label, child, base: `http://127.0.0.1:${port}`, issue: [], validate: [], rss: { started: 0, loaded: 0, idle: 0 } });
     }
-    console.log(`service: ${entry}; start script's node options: ${NODE_FLAGS.join(' ') || '(none)'}; sizes: ${SIZES.join(', ')} (MiB a semi-space)`);
+    console.log(`service: ${entry}; start script's node options: ${NODE_FLAGS.join(' ') || '(none)'}; compared: ${VARIANTS.map((v) => v.label).join(', ')}`
+      + (process.env.NODE_FLAG_SETS === undefined ? ' (MiB a semi-space)' : ' (node options added)'));
     const { creds } = createBenchClient(db.url);
     for (const s of served) {
       s.rss.started = rssOf(s.child.pid!);
@@ -79,7 +91,7 @@ async function main() {
     const share = (a: number[], b: number[]) => `${Math.round((median(a) / median(b)) * 100)}%`;
     console.log(`Medians of ${ROUNDS} rounds, ${SECONDS} s of token issue then validation of those tokens each, ${CONNECTIONS} connections; the first size is the reference:`);
     console.table(served.map((s) => ({
-      'semi-space MiB': s.size,
+      [process.env.NODE_FLAG_SETS === undefined ? 'semi-space MiB' : 'node options added']: s.size,
       'issue req/s': Math.round(median(s.issue)),
       'issue vs ref': share(s.issue, ref.issue),
       'validate req/s': Math.round(median(s.validate)),
