@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { toPublicClient } from '../clients/service.ts';
+import { toPublicClient } from '../clients/shown.ts';
 import { AppError } from '../http/errors.ts';
 import { err, forbidden, invalid, limited, unauthenticated } from '../openapi/operation.ts';
 import * as R from '../openapi/responses.ts';

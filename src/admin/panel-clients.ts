@@ -1,7 +1,8 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { AccessService } from '../access/service.ts';
 import type { ClientRecord } from '../clients/client.ts';
-import { type ClientService, editableValues, toPublicClient } from '../clients/service.ts';
+import type { ClientService } from '../clients/service.ts';
+import { editableValues, toPublicClient } from '../clients/shown.ts';
 import { AppError } from '../http/errors.ts';
 import { input } from '../http/validate.ts';
 import { flashNext } from '../pages/render.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AuditFilter } from '../audit/filter.ts';
 import { isPlainAddress } from '../clients/allowlist.ts';
-import { MAX_GRACE_SECONDS } from '../clients/service.ts';
+import { MAX_GRACE_SECONDS } from '../clients/fields.ts';
 import { normalizeIp } from '../http/client-ip.ts';
 import { MAX_LOGO_URL_LENGTH } from '../validation/logo-url.ts';
 import { normalizeUsername } from '../validation/username.ts';

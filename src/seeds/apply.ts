@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { lockForMigration } from '../db/migrate.ts';
-import { checkCallbackUrl } from '../clients/service.ts';
+import { checkCallbackUrl } from '../clients/fields.ts';
 import { AppError } from '../http/errors.ts';
 import { type GuardPolicy, type Lookup } from '../webhooks/address-guard.ts';
 import { clientColumns, clientRows } from './column-queries.ts';

@@ -1,5 +1,5 @@
 import * as oidc from 'openid-client';
-import { toPublicClient } from '../../src/clients/service.ts';
+import { toPublicClient } from '../../src/clients/shown.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIssuer, startReceiver } from './support.ts';
 
