@@ -2,16 +2,15 @@ import { v7 as uuidv7 } from 'uuid';
 import { writeAudit } from '../audit/writer.ts';
 import { callbackWithToken, isUsableCallbackUrl } from '../clients/callback.ts';
 import { ClientChanged, type ClientRecord } from '../clients/client.ts';
-import type { Queryable } from '../db/db.ts';
 import type { Deps } from '../context.ts';
 import { AppError } from '../http/errors.ts';
-import { createUserLookup, findUserById } from '../users/queries.ts';
+import { createUserLookup } from '../users/queries.ts';
 import type { UserRecord } from '../users/user.ts';
 import { normalizeUsername } from '../validation/username.ts';
 import { rolesOf } from '../users/roles.ts';
-import { CLIENT_CHANGED, tokenOwner } from './queries.ts';
+import { CLIENT_CHANGED } from './queries.ts';
 import { createTokenStore } from './token-store.ts';
-import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, verifyToken } from './tokens.ts';
+import { formatUtc, signSsoToken, SSO_AUDIENCE, type SsoClaims, UUID, verifyToken } from './tokens.ts';
 
 /** The code of the refusal when a client's access rule does not admit the user (docs/access.md). */
 export const ACCESS_DENIED = 'access_denied';
@@ -23,8 +22,6 @@ export function accessDenied(clientName: string): AppError {
 
 /** The code of issueForUser's refusal when the browser session it issued in ended meanwhile. */
 export const SESSION_ENDED = 'session_ended';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A token's jti, the key of its sso_tokens row: a UUID of version 7 (RFC 9562), whose first 48
@@ -262,46 +259,3 @@ export function createSsoService(deps: Pick<Deps, 'db' | 'config' | 'signingKeys
 }
 
 export type SsoService = ReturnType<typeof createSsoService>;
-
-/**
- * The user an SSO token names, and the browser session it was issued in, for a client
- * system's logout call: the signature, issuer and audience must hold and the token must have
- * been issued by us to this very client; expiry is not checked (a client logs a user out
- * long after the token was consumed), nor whether its row is still kept.
- */
-export async function tokenOwnerForLogout(
-  q: Queryable,
-  deps: Pick<Deps, 'config' | 'signingKeys'>,
-  client: Pick<ClientRecord, 'client_id' | 'created_at'>,
-  token: string,
-): Promise<{ userId: number; sessionId: string | null } | null> {
-  const verified = verifyToken<Partial<SsoClaims>>(token, deps.signingKeys, { issuer: deps.config.ISSUER, audience: SSO_AUDIENCE, ignoreExpiration: true });
-  if (!verified.ok) return null;
-  const claims = verified.claims;
-  if (typeof claims.jti !== 'string' || !UUID.test(claims.jti) || claims.client_id !== client.client_id) return null;
-  const owner = await tokenOwner(q, claims.jti, client.client_id);
-  if (owner) return owner;
-  return prunedTokenOwner(q, deps.config, client, claims);
-}
-
-/** Leeway between this host's clock and the database's, by which the pruner judges a token's age. */
-const PRUNE_CLOCK_MARGIN_MS = 5 * 60_000;
-
-/**
- * The user of a token whose row is gone because the pruner took it: TOKEN_RETENTION after it was
- * used or expired (a browser's with its session). The signature still proves we issued it for
- * this user to a client with this id, and a client keeps a user's token as long as they stay
- * signed in there: the user it names, no session left to end. Only a token old enough to have
- * been pruned, issued to this client since it was created (a client deleted takes its tokens'
- * rows with it, and one created again under the same id was never given them), for a user who
- * still exists. Null otherwise.
- */
-async function prunedTokenOwner(
-  q: Queryable, config: Pick<Deps['config'], 'TOKEN_RETENTION'>, client: Pick<ClientRecord, 'created_at'>, claims: Partial<SsoClaims>,
-): Promise<{ userId: number; sessionId: null } | null> {
-  if (config.TOKEN_RETENTION === 0 || typeof claims.exp !== 'number' || typeof claims.iat !== 'number') return null;
-  if (claims.exp * 1000 + config.TOKEN_RETENTION > Date.now() + PRUNE_CLOCK_MARGIN_MS) return null; // not pruned yet: never recorded
-  if ((claims.iat + 1) * 1000 <= new Date(client.created_at).getTime()) return null; // iat is whole seconds
-  const userId = typeof claims.user_id === 'string' && /^[1-9]\d{0,15}$/.test(claims.user_id) ? Number(claims.user_id) : null;
-  return userId !== null && (await findUserById(q, userId)) ? { userId, sessionId: null } : null;
-}

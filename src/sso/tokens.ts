@@ -5,6 +5,9 @@ import type { SigningKeys } from './keys.ts';
 /** The audience of SSO tokens (docs/contract.md, "SSO token"). */
 export const SSO_AUDIENCE = 'client_applications';
 
+/** The form of a jti (any UUID: tokens issued before version 7 still validate). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The claims of an SSO token: exactly those of docs/contract.md ("SSO token"), jti included. */
 export interface SsoClaims {
   user_id: string;
