@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { createBcryptThreads } from './bcrypt-threads.ts';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
@@ -6,16 +5,14 @@ export const MAX_PASSWORD_BYTES = 72;
 
 /**
  * How many bcrypt operations run at once: as many as the libuv pool has threads, but one (the
- * pool's size is what an operator tunes for this machine's cores), and no more than the
- * machine has cores: bcrypt is all computation, so a third thread on two cores hashes no
- * faster and costs one more V8 isolate (about 10 MB) while it lives. They run on threads of their
+ * pool's size is what an operator tunes for this machine's cores). They run on threads of their
  * own at a lower priority (./bcrypt-threads.ts), so a login storm keeps every core busy with
  * hashing while the event loop (token validation, /healthz, every other request) gets a core the
  * moment it needs one; libuv's pool stays free for its other users (fs, dns.lookup, async
  * crypto). Extra requests wait their turn, in order. Measured in docs/performance.md
  * ("Logins and the event loop").
  */
-export const BCRYPT_CONCURRENCY = Math.max(1, Math.min(threadPoolSize() - 1, availableParallelism()));
+export const BCRYPT_CONCURRENCY = Math.max(1, threadPoolSize() - 1);
 
 /** The libuv pool's size as the process was started with (read by libuv on first use). */
 function threadPoolSize(): number {
