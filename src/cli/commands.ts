@@ -19,7 +19,6 @@ import { exportSeed } from '../seeds/export.ts';
 const ACTOR = { via: 'cli' as const, username: 'cli' };
 
 export type { CommandResult, ParsedArgs };
-export { USAGE };
 
 /** Most links `link list` prints; past it, it says so and how to narrow the list. */
 export const LINK_LIST_MAX = 1000;

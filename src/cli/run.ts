@@ -9,7 +9,8 @@ import { describeDatabase, embeddedPaths, openDatabase } from '../db/open.ts';
 import { createServices } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { loadSigningKeys } from '../sso/keys.ts';
-import { offlineCommand, readOnlyCommand, runCommand, USAGE } from './commands.ts';
+import { offlineCommand, readOnlyCommand, runCommand } from './commands.ts';
+import { USAGE } from './usage.ts';
 
 /** Where the command line writes, and what it reads its configuration from. */
 export interface CliIo {

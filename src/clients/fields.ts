@@ -106,7 +106,7 @@ export function checkAllowList(entries: string[], options: { allowEverything?: b
   return normalized;
 }
 
-/** The longest grace a rotated client secret can get: 30 days. */
+/** The longest grace a rotated client secret can get: 30 days (migrations/0013 refuses more in the database too). */
 export const MAX_GRACE_SECONDS = 30 * 86400;
 
 /** A grace period in whole seconds, 0 to MAX_GRACE_SECONDS: 400 invalid_grace_seconds otherwise. */

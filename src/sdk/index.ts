@@ -18,14 +18,13 @@
 import {
   buildSignInUrl, type CallbackInput, couldBeToken, newState, readCallback, readInitiateLogin, sameIssuer, sameState,
 } from './sign-in.ts';
-
-export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
-export { buildSignInUrl, newState, readCallback, readInitiateLogin, MAX_STATE_LENGTH, type CallbackInput, type InitiateLoginInput } from './sign-in.ts';
 import {
   type CallbackOptions, type ConfirmedLink, type IssuedToken, type LogoutResult, type PendingLink, type SignInResult, type SsoClient, type SsoClientOptions,
   SsoError, type TokenRejection, type ValidatedToken,
 } from './types.ts';
 
+export { verifyWebhook, WebhookVerificationError, type WebhookEnvelope, type HeaderBag } from '../webhooks/verify.ts';
+export { buildSignInUrl, newState, readCallback, readInitiateLogin, MAX_STATE_LENGTH, type CallbackInput, type InitiateLoginInput } from './sign-in.ts';
 export * from './types.ts';
 
 /** Creates a client for the service at `options.baseUrl` with this client system's credentials. */

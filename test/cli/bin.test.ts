@@ -9,7 +9,7 @@ import { admin } from '../helpers/cli.ts';
 import { createTestDatabase, onPostgres } from '../helpers/db.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
 import { ROOT } from '../helpers/processes.ts';
-import { USAGE } from '../../src/cli/commands.ts';
+import { USAGE } from '../../src/cli/usage.ts';
 
 /** Runs `script` with sh in the repository, as a user types it; answers its exit status and output. */
 async function shell(script: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
