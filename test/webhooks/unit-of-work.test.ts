@@ -54,22 +54,29 @@ describe('events recorded in a transaction go out after its commit, by the unit 
     outbox.onWake(() => woken++);
     const url = 'http://127.0.0.1:9/unit-of-work-unsubscribed';
     await webhookFor(url); // subscribed to user.logout only
-    const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries')).rows[0].n;
-    await t.db.transaction(async (tx) => {
-      await outbox.record(tx, 'user.login', { user_id: 1, marker: 'nobody listens' });
-      await outbox.record(tx, 'user.locked', [{ user_id: 1 }, { user_id: 2 }]);
-    });
-    await outbox.record(t.db, 'user.login', { user_id: 1, marker: 'outside a transaction' });
-    expect(woken, 'no delivery written: the dispatcher has nothing to claim').toBe(0);
-    expect((await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries')).rows[0].n).toBe(before);
-    await t.db.transaction(async (tx) => {
-      await outbox.record(tx, 'user.login', { user_id: 1, marker: 'still nobody' });
-      await outbox.record(tx, 'user.logout', { user_id: 1, marker: 'subscribed' });
-    });
-    expect(woken, 'one delivery written: woken once, after the commit').toBe(1);
-    await outbox.record(t.db, 'user.logout', { user_id: 1, marker: 'subscribed, outside a transaction' });
-    expect(woken).toBe(2);
-    await t.db.query('DELETE FROM webhooks WHERE url = $1', [url]);
+    try {
+      const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries')).rows[0].n;
+      await t.db.transaction(async (tx) => {
+        await outbox.record(tx, 'user.login', { user_id: 1, marker: 'nobody listens' });
+        await outbox.record(tx, 'user.locked', [{ user_id: 1 }, { user_id: 2 }]);
+      });
+      await outbox.record(t.db, 'user.login', { user_id: 1, marker: 'outside a transaction' });
+      expect(woken, 'no delivery written: the dispatcher has nothing to claim').toBe(0);
+      expect((await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries')).rows[0].n).toBe(before);
+      await t.db.transaction(async (tx) => {
+        await outbox.record(tx, 'user.login', { user_id: 1, marker: 'still nobody' });
+        await outbox.record(tx, 'user.logout', { user_id: 1, marker: 'subscribed' });
+      });
+      expect(woken, 'one delivery written: woken once, after the commit').toBe(1);
+      await outbox.record(t.db, 'user.logout', { user_id: 1, marker: 'subscribed, outside a transaction' });
+      expect(woken).toBe(2);
+      await t.db.transaction(async (tx) => {
+        await outbox.record(tx, 'user.logout', [{ user_id: 1, marker: 'a batch' }, { user_id: 2, marker: 'a batch' }]);
+      });
+      expect(woken, 'a batch with a subscriber wakes once').toBe(3);
+    } finally {
+      await t.db.query('DELETE FROM webhooks WHERE url = $1', [url]);
+    }
   });
 
   it('an event recorded in a rolled-back transaction is never delivered, and nothing is woken or handed over', async () => {
