@@ -40,9 +40,10 @@ const MB = 1024 * 1024;
 
 const rssOf = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 
-interface Served { size: string; child: ChildProcess; base: string; issue: number[]; validate: number[]; rss: { started: number; loaded: number; idle: number } }
+interface Served { label: string; child: ChildProcess; base: string; issue: number[]; validate: number[]; rss: { started: number; loaded: number; idle: number } }
 
 async function main() {
+  if (VARIANTS.length === 0) throw new Error('NODE_FLAG_SETS / YOUNG_GEN_SIZES: nothing to compare');
   if (process.env.NODE_FLAG_SETS !== undefined) {
     for (const v of VARIANTS) if (v.flags.some((f) => !f.startsWith('--'))) throw new Error(`NODE_FLAG_SETS: "${v.label}" is neither node options nor "default"`);
   } else {
@@ -55,7 +56,7 @@ async function main() {
     for (const { label, flags } of VARIANTS) {
       // one after the other: the first migrates the database
       const { child, port } = await startProcess(entry, benchServiceEnv(db.url), '/readyz', SERVICE_ROOT, { nodeFlags: flags });
-      served.push({ size: label, child, base: `http://127.0.0.1:${port}`, issue: [], validate: [], rss: { started: 0, loaded: 0, idle: 0 } });
+      served.push({ label, child, base: `http://127.0.0.1:${port}`, issue: [], validate: [], rss: { started: 0, loaded: 0, idle: 0 } });
     }
     console.log(`service: ${entry}; start script's node options: ${NODE_FLAGS.join(' ') || '(none)'}; compared: ${VARIANTS.map((v) => v.label).join(', ')}`
       + (process.env.NODE_FLAG_SETS === undefined ? ' (MiB a semi-space)' : ' (node options added)'));
@@ -78,7 +79,7 @@ async function main() {
           requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ ...creds, token: tokens[next++] }) }) }],
         });
         const wrong = issued.result.non2xx + issued.result.errors + validated.result.non2xx + validated.result.errors;
-        if (wrong > 0) throw new Error(`${s.size}: ${wrong} answers were not 200`);
+        if (wrong > 0) throw new Error(`${s.label}: ${wrong} answers were not 200`);
         s.issue.push(issued.result.requests.total / issued.seconds);
         s.validate.push(validated.result.requests.total / validated.seconds);
       }
@@ -89,9 +90,9 @@ async function main() {
 
     const ref = served[0];
     const share = (a: number[], b: number[]) => `${Math.round((median(a) / median(b)) * 100)}%`;
-    console.log(`Medians of ${ROUNDS} rounds, ${SECONDS} s of token issue then validation of those tokens each, ${CONNECTIONS} connections; the first size is the reference:`);
+    console.log(`Medians of ${ROUNDS} rounds, ${SECONDS} s of token issue then validation of those tokens each, ${CONNECTIONS} connections; the first row is the reference:`);
     console.table(served.map((s) => ({
-      [process.env.NODE_FLAG_SETS === undefined ? 'semi-space MiB' : 'node options added']: s.size,
+      [process.env.NODE_FLAG_SETS === undefined ? 'semi-space MiB' : 'node options added']: s.label,
       'issue req/s': Math.round(median(s.issue)),
       'issue vs ref': share(s.issue, ref.issue),
       'validate req/s': Math.round(median(s.validate)),
