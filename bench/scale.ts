@@ -30,7 +30,7 @@ import pg from 'pg';
 import { openPostgres } from '../src/db/postgres.ts';
 import { prunePass } from '../src/retention/pruner.ts';
 import {
-  adminCli, benchDatabase, benchServiceEnv, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, checkpoint, serviceEntry, settleDatabase, startProcess, stopProcess, uuidv7At, writeUsedTokens,
+  adminCli, benchDatabase, benchServiceEnv, checkpoint, DEFAULT_ADMIN_URL, loadUntilLastAnswer, postJson, quantile, serviceEntry, settleDatabase, startProcess, stopProcess, uuidv7At, writeUsedTokens,
 } from './support.ts';
 
 const USERS = Number(process.env.SCALE_USERS ?? 1_000_000);

@@ -34,6 +34,7 @@ export type EventSource = ReadonlyArray<Record<string, unknown>> | { readonly se
  */
 export function deliveryRows(event: string, data: EventSource, options: { leaseMs: number } | { counted: true } | null = null): WritePart | null {
   const lease = options && 'leaseMs' in options ? options : null;
+  const counted = options !== null && 'counted' in options;
   if (Array.isArray(data) && data.length === 0) return null;
   const part: WritePart = {
     sql: (bind) => {
@@ -47,10 +48,10 @@ export function deliveryRows(event: string, data: EventSource, options: { leaseM
        FROM ${events}
        CROSS JOIN webhooks w WHERE w.active AND ${name}::text = ANY (w.events)
        ORDER BY e.n, w.id
-       FOR KEY SHARE OF w${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : options ? '\n       RETURNING 1' : ''}`;
+       FOR KEY SHARE OF w${lease ? '\n       RETURNING id, webhook_id, event, data, attempts' : counted ? '\n       RETURNING 1' : ''}`;
     },
   };
   if (lease) part.answer = (cte) => `${CLAIMED_DELIVERY_COLUMNS} FROM ${cte} d JOIN webhooks w ON w.id = d.webhook_id`;
-  else if (options) part.answer = (cte) => `count(*)::int AS n FROM ${cte}`;
+  else if (counted) part.answer = (cte) => `count(*)::int AS n FROM ${cte}`;
   return part;
 }
