@@ -1,7 +1,7 @@
 /**
  * The practical limit of this service's validation design on this machine, for `npm run bench`:
  * plain node:http and pg, no framework. Each POST /validate {client_id, token} consumes one
- * single-use token with the service's own statement (consumeTokens, src/sso/queries.ts: the
+ * single-use token with the service's own statement (consumeTokens, src/sso/consume-queries.ts: the
  * token marked used and its audit row written), batched as the service batches it
  * (src/db/batch.ts: one statement out at a time, shared by every validation that arrived
  * meanwhile), and answers a small JSON body. It does only
@@ -13,7 +13,8 @@
 import http from 'node:http';
 import { createBatchLoader } from '../src/db/batch.ts';
 import { openPostgres } from '../src/db/postgres.ts';
-import { CLIENT_CHANGED, consumeTokens, type ConsumeRequest } from '../src/sso/queries.ts';
+import { consumeTokens, type ConsumeRequest } from '../src/sso/consume-queries.ts';
+import { CLIENT_CHANGED } from '../src/sso/queries.ts';
 
 const db = openPostgres(process.env.DATABASE_URL!);
 const consumer = createBatchLoader((requests: readonly ConsumeRequest[]) => consumeTokens(db, requests));

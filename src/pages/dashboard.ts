@@ -105,7 +105,7 @@ export function dashboardHandlers(deps: { links: LinkService; clients: Pick<Clie
       res.setHeader('Cache-Control', 'no-store');
       return res.redirect(303, to.toString());
     }
-    // a link revoked between this read and the validation fails there (src/sso/queries.ts)
+    // a link revoked between this read and the validation fails there (src/sso/consume-queries.ts)
     await sendToClient(req, res, sso, client, user, {
       twoFactorUsed: req.session.twoFactorUsed === true,
       ...(link?.status === 'active' ? { claimUsername: link.external_username } : {}),

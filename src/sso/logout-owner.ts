@@ -2,7 +2,7 @@ import type { ClientRecord } from '../clients/client.ts';
 import type { Deps } from '../context.ts';
 import type { Queryable } from '../db/db.ts';
 import { findUserById } from '../users/queries.ts';
-import { tokenOwner } from './queries.ts';
+import { tokenOwner } from './consume-queries.ts';
 import { SSO_AUDIENCE, type SsoClaims, UUID, verifyToken } from './tokens.ts';
 
 /**

@@ -4,9 +4,9 @@ import type { Db } from '../db/db.ts';
 import { writeTogether } from '../db/statement.ts';
 import { lockLiveSession } from '../auth/session-queries.ts';
 import type { EventData, EventRecorder } from '../webhooks/events.ts';
+import { type ConsumedToken, type ConsumeRequest, consumeTokens, tokenState } from './consume-queries.ts';
 import {
-  CLIENT_CHANGED, type ConsumedToken, type ConsumeRequest, consumeTokens, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome,
-  holdTokenOwners, issueTokensByUsername, tokenState,
+  CLIENT_CHANGED, type IssueByUsernameRequest, issuedTokenRows, type IssuedTokenRow, type IssueOutcome, holdTokenOwners, issueTokensByUsername,
 } from './queries.ts';
 
 /**
