@@ -72,6 +72,13 @@ async function waitInFlight(metricsUrl: string | undefined, n: number): Promise<
   }
 }
 
+/**
+ * The webhook tests each prepare a database, seed it twice and start a server process of their
+ * own: on a busy 2-core machine (CI beside two spinning processes), on the embedded database,
+ * two of them took 28 and 39 s and the third ran past the suite's 60 s a test.
+ */
+const PROCESS_TEST_TIMEOUT = 120_000;
+
 describe('graceful shutdown of the real server process', () => {
   let prepared: Awaited<ReturnType<typeof prepareServerEnv>>;
   let server: ServerProcess;
@@ -180,7 +187,7 @@ describe('graceful shutdown of the real server process', () => {
       await receiver.close();
       await env.drop();
     }
-  });
+  }, PROCESS_TEST_TIMEOUT);
 
   it('on SIGTERM leaves a webhook attempt that outlasts the stop unrecorded, for a later retry, and still exits 0 in time', async () => {
     let arrived!: () => void;
@@ -215,7 +222,7 @@ describe('graceful shutdown of the real server process', () => {
       await receiver.close();
       await env.drop();
     }
-  });
+  }, PROCESS_TEST_TIMEOUT);
 
   it('on SIGTERM lets a webhook attempt in progress finish and records it before exiting', async () => {
     // A receiver that holds the delivery until the test lets it answer.
@@ -251,5 +258,5 @@ describe('graceful shutdown of the real server process', () => {
       await receiver.close();
       await env.drop();
     }
-  });
+  }, PROCESS_TEST_TIMEOUT);
 });
