@@ -31,7 +31,8 @@
  *
  * Then, for each of the three in turn and in OIDC_BENCH_ROUNDS rounds (default 2, alternating:
  * the machine's speed drifts), autocannon at OIDC_BENCH_CONNECTIONS (default 32) connections
- * sends every code of the batch once (OIDC_BENCH_CODES, default 2000): `grant_type=
+ * sends every code of the batch once (OIDC_BENCH_CODES, default 2000; ours' batch is what its
+ * flows made in OIDC_BENCH_MINT_SECONDS, default 30, when that is fewer): `grant_type=
  * authorization_code` (an access, refresh and ID token each); then every refresh token those
  * answers gave once (`grant_type=refresh_token`, rotated); then every access token of both
  * (2 per code) once to the introspection endpoint. Each run reports answers / (last answer -
@@ -60,6 +61,12 @@ const ROUNDS = Number(process.env.OIDC_BENCH_ROUNDS ?? 2);
 const CONNECTIONS = Number(process.env.OIDC_BENCH_CONNECTIONS ?? 32);
 /** Authorization requests in flight while ours' codes are collected. */
 const MINTERS = Number(process.env.OIDC_BENCH_MINTERS ?? 8);
+/**
+ * How long ours' codes are collected at most (seconds; default half a code's lifetime): on a
+ * slow machine 2,000 flows took longer than the 60 s a code lives, and the first ones had
+ * expired (invalid_grant) before they were redeemed.
+ */
+const MINT_SECONDS = Number(process.env.OIDC_BENCH_MINT_SECONDS ?? 30);
 const REDIRECT_URI = 'https://bench.example/cb';
 const SCOPE = 'openid offline_access';
 const BENCH_PASSWORD = 'quiet harbor lantern 42'; // createBenchClient's user `bench`
@@ -271,12 +278,14 @@ async function collectCodes(base: string, signedIn: string, clientId: string, n:
     }
     throw new Error('too many redirects');
   };
+  const until = performance.now() + MINT_SECONDS * 1000;
   await Promise.all(Array.from({ length: MINTERS }, async () => {
-    while (started < n) {
+    while (started < n && performance.now() < until) {
       started++;
       codes.push(await one());
     }
   }));
+  if (codes.length < n) console.log(`note: ours: ${codes.length} of ${n} codes made in ${MINT_SECONDS} s (OIDC_BENCH_MINT_SECONDS; a code lives ${TTL.AuthorizationCode} s): the batch is those`);
   return codes;
 }
 
@@ -284,11 +293,13 @@ const form = (params: Record<string, string>) => new URLSearchParams(params).toS
 
 /** Sends each body once, CONNECTIONS at a time; every answer's body to `onBody`. */
 async function measure(run: string, target: Target, endpoint: string, basic: string, bodies: string[], onBody?: (status: number, body: string) => void): Promise<Figures> {
+  if (bodies.length === 0) throw new Error(`${run}: nothing to send (no codes were made, or no answer gave a token)`);
   const before = cpuMicros(target.pid);
   let next = 0;
   let firstWrong: string | undefined;
   const { result, seconds } = await loadUntilLastAnswer({
-    url: `${target.base}${target.prefix}${endpoint}`, method: 'POST', connections: CONNECTIONS, amount: bodies.length,
+    // a batch cut short by OIDC_BENCH_MINT_SECONDS may be smaller than the connections (autocannon refuses that)
+    url: `${target.base}${target.prefix}${endpoint}`, method: 'POST', connections: Math.min(CONNECTIONS, bodies.length), amount: bodies.length,
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
     requests: [{ setupRequest: (req: any) => ({ ...req, body: bodies[next++] }) }],
   }, (status, body) => {
