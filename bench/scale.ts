@@ -15,12 +15,13 @@
  * operation, on the small side then on the large one, for SCALE_SECONDS (default 10) at SCALE_CONNECTIONS (default 20; sign-in at 4):
  * token issue, validation (of the tokens issued), sign-in, the admin user search
  * (GET /api/admin/users?q=), the audit API's first page and a filtered page; then, one request
- * at a time, the audit export's first byte (NDJSON, whole and filtered: SCALE_EXPORTS requests, default 20;
- * its req/s is 1000 / the median ms), and one pruning pass (src/retention/pruner.ts prunePass, run here)
+ * at a time, the audit export's first byte (NDJSON, whole and filtered: SCALE_EXPORTS requests, default 20,
+ * SCALE_EXPORT_PAUSE_MS apart, default 250; its req/s is 1000 / the median ms), and one pruning pass (src/retention/pruner.ts prunePass, run here)
  * over a backlog of SCALE_PRUNE_ROWS (default 20,000) audit entries and as many used tokens past
  * retention, written just before (its req/s is rows deleted per second, its p50 and p99 the pass's time).
  * Every ratio is large / small: below 1 is slower on the large database.
- * Quick setting: SCALE_USERS=100000 SCALE_ROWS=1000000.
+ * Quick setting: SCALE_USERS=100000 SCALE_ROWS=1000000. SCALE_ONLY (a regular expression) runs
+ * only the operations whose name matches, e.g. SCALE_ONLY=export.
  *
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server.
  */
@@ -41,6 +42,15 @@ const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.SCALE_CONNECTIONS ?? 20);
 const adminUrl = process.env.DATABASE_URL ?? DEFAULT_ADMIN_URL;
 const EXPORTS = Number(process.env.SCALE_EXPORTS ?? 20);
+/**
+ * How long to wait after an export is dropped before the next one starts (ms; 0: none), so that
+ * each first byte is timed alone: the service goes on to read the dropped export's second batch
+ * (200 rows) before it sees its receiver gone, and back to back that read ran beside the next
+ * export's first (docs/performance.md, "Cost as data grows").
+ */
+const EXPORT_PAUSE_MS = Number(process.env.SCALE_EXPORT_PAUSE_MS ?? 250);
+/** Only the operations whose name matches (a regular expression; validation needs token issue). */
+const ONLY = process.env.SCALE_ONLY ? new RegExp(process.env.SCALE_ONLY) : null;
 const PRUNE_ROWS = Number(process.env.SCALE_PRUNE_ROWS ?? 20_000);
 const PASSWORD = 'quiet harbor lantern 42';
 
@@ -108,16 +118,16 @@ async function op(options: Parameters<typeof loadUntilLastAnswer>[0], onBody?: (
 }
 
 /** Milliseconds from the request to the first byte of the body of a GET; the response is then dropped. */
-function firstByte(url: string, bearer: string): Promise<{ ms: number; status: number }> {
+function firstByte(url: string, bearer: string): Promise<{ ms: number; status: number; first: string }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = http.get(url, { headers: { authorization: `Bearer ${bearer}` } }, (res) => {
-      res.once('data', () => {
+      res.once('data', (chunk: Buffer) => {
         const ms = performance.now() - started;
-        res.once('close', () => resolve({ ms, status: res.statusCode ?? 0 }));
+        res.once('close', () => resolve({ ms, status: res.statusCode ?? 0, first: chunk.toString('utf8', 0, 300) }));
         req.destroy();
       });
-      res.once('end', () => resolve({ ms: performance.now() - started, status: res.statusCode ?? 0 }));
+      res.once('end', () => resolve({ ms: performance.now() - started, status: res.statusCode ?? 0, first: '' }));
     });
     req.once('error', (err) => (req.destroyed ? undefined : reject(err)));
   });
@@ -131,8 +141,12 @@ async function exportFirstByte(side: Side, query: string): Promise<Op> {
     const r = await firstByte(`${side.base}/api/admin/audit?${query}`, side.bearer);
     // a dropped export ends on the service a moment later: MAX_EXPORTS (2) may still be running
     if (r.status === 429) { await new Promise((done) => setTimeout(done, 20)); continue; }
-    if (r.status < 200 || r.status > 299) non2xx++;
+    if (r.status < 200 || r.status > 299) {
+      if (non2xx === 0) console.log(`note: export ${query} on ${side.base}: ${r.status} ${r.first}`);
+      non2xx++;
+    }
     ms.push(r.ms);
+    if (EXPORT_PAUSE_MS > 0) await new Promise((done) => setTimeout(done, EXPORT_PAUSE_MS));
   }
   ms.sort((a, b) => a - b);
   const p50 = quantile(ms, 0.5);
@@ -172,6 +186,13 @@ async function prune(side: Side): Promise<Op> {
 
 interface Side { url: string; base: string; bearer: string; creds: { client_id: string; client_secret: string }; stop(): Promise<void> }
 
+/** An access token of the admin `bench` (it lasts ACCESS_TOKEN_TTL_SECONDS, 15 minutes by default). */
+async function adminBearer(base: string): Promise<string> {
+  const bearer = (await postJson(`${base}/api/login`, { username: 'bench', password: PASSWORD })).token;
+  if (!bearer) throw new Error('no admin access token from POST /api/login');
+  return bearer;
+}
+
 /** A fresh database filled with `size`, the bench client and admin, and the service on it. */
 async function prepare(label: string, size: { users: number; rows: number }, entry: string): Promise<Side> {
   const db = await benchDatabase(adminUrl, 'bench_scale');
@@ -185,10 +206,8 @@ async function prepare(label: string, size: { users: number; rows: number }, ent
   await fill(db.url, client.client_id, size);
   const { child, port } = await startProcess(entry, benchServiceEnv(db.url), '/readyz');
   const base = `http://127.0.0.1:${port}`;
-  const bearer = (await postJson(`${base}/api/login`, { username: 'bench', password: PASSWORD })).token;
-  if (!bearer) throw new Error('no admin access token from POST /api/login');
   return {
-    url: db.url, base, bearer, creds: { client_id: client.client_id, client_secret: client.client_secret },
+    url: db.url, base, bearer: await adminBearer(base), creds: { client_id: client.client_id, client_secret: client.client_secret },
     async stop() {
       await stopProcess(child);
       await db.drop();
@@ -236,7 +255,10 @@ async function main(): Promise<void> {
   const large: Results = new Map();
   try {
     // both services stay up; each operation runs on the small side, then at once on the large one
-    for (const [name, run] of operations(new Map())) {
+    for (const [name, run] of operations(new Map()).filter(([name]) => !ONLY || ONLY.test(name))) {
+      // a new admin token before each operation: the small side's, taken before the large side
+      // was filled (12 minutes at full size on a slow machine), had expired by its exports (401)
+      for (const side of [smallSide, largeSide]) side.bearer = await adminBearer(side.base);
       smallResults.set(name, await run(smallSide));
       large.set(name, await run(largeSide));
     }
