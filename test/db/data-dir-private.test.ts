@@ -7,15 +7,31 @@ import { TEST_ENV } from '../helpers/app.ts';
 import { request } from '../helpers/http.ts';
 import { startServerProcess } from '../helpers/processes.ts';
 
-/** Every entry under `dir` (itself included) with its permission bits, symbolic links left out. */
+const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * Every entry under `dir` (itself included) with its permission bits, symbolic links left out.
+ * The service runs meanwhile: an entry removed between the listing and its lstat (a temporary
+ * file renamed into place) is left out, as it is no longer there to be open to anyone.
+ */
 async function modesUnder(dir: string): Promise<Array<{ file: string; mode: number; kind: string }>> {
-  const st = await lstat(dir);
-  if (st.isSymbolicLink()) return [];
+  const st = await lstat(dir).catch((err: unknown) => (gone(err) ? null : Promise.reject(err)));
+  if (!st || st.isSymbolicLink()) return [];
   const kind = st.isDirectory() ? 'dir' : st.isSocket() ? 'socket' : 'file';
   const own = [{ file: dir, mode: st.mode & 0o7777, kind }];
   if (!st.isDirectory()) return own;
-  const children = await Promise.all((await readdir(dir)).map((e) => modesUnder(path.join(dir, e))));
+  const names = await readdir(dir).catch((err: unknown) => (gone(err) ? [] : Promise.reject(err)));
+  const children = await Promise.all(names.map((e) => modesUnder(path.join(dir, e))));
   return [...own, ...children.flat()];
+}
+
+/** Resolves once `file` exists (the service writes it after it started answering). */
+async function waitForFile(file: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await lstat(file).then(() => true, () => false)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${file} was not written within 30 s`);
 }
 
 const open = (entries: Awaited<ReturnType<typeof modesUnder>>) =>
@@ -38,8 +54,10 @@ describe('DATA_DIR is the service user\'s alone', () => {
       process.umask(before);
     }
     try {
-      // a request that writes (a failed sign-in) and the demo seeding have run their course
+      // a request that writes (a failed sign-in) and the demo seeding (its credentials file is
+      // its last write, renamed into place from a temporary file) have run their course
       expect((await request(`${server.url}/api/auth/login`, { body: { login: 'nobody', password: 'wrong password' } })).status).toBe(401);
+      await waitForFile(path.join(dataDir, 'demo-client.json'));
       const entries = await modesUnder(dataDir);
       expect(entries[0]!.mode.toString(8), 'DATA_DIR').toBe('700');
       expect(entries.some((e) => e.kind === 'socket'), 'the socket is there').toBe(true);
