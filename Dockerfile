@@ -30,6 +30,8 @@ COPY --from=build /app/views ./views
 COPY --from=build /app/public ./public
 # `npm run admin` / `npm run migrate` in the container run dist/ through this launcher
 COPY --from=build /app/scripts/launch.mjs ./scripts/launch.mjs
+# lowers libuv's pool, where bcrypt hashes, below the event loop (loaded by CMD's --require)
+COPY --from=build /app/scripts/pool-priority.cjs ./scripts/pool-priority.cjs
 # the auth-admin command and seeds/ (npm run seed: mount or copy your own seeds/*.sql here)
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/seeds ./seeds
@@ -44,5 +46,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 STOPSIGNAL SIGTERM
 # V8's young generation held to 4 MiB semi-spaces, as `npm start` does: under load V8 grows them
 # to 16 MiB and keeps them, about 20-40 MB more resident, for 3-5% more throughput on the hot paths
-# (docs/performance.md, "Memory at rest and under load").
-CMD ["node", "--max-semi-space-size=4", "dist/server.js"]
+# (docs/performance.md, "Memory at rest and under load"); libuv's pool, where bcrypt hashes, at nice
+# +10 (scripts/pool-priority.cjs; docs/performance.md, "Logins and the event loop").
+CMD ["node", "--max-semi-space-size=4", "--require=./scripts/pool-priority.cjs", "dist/server.js"]

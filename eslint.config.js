@@ -34,6 +34,12 @@ export default tseslint.config(
     },
   },
   {
+    // CommonJS preloads (node --require), which run before any ES module: scripts/pool-priority.cjs
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // SQL lives in the data layer only: queries.ts files (any name ending in queries.ts) and
     // src/db/ (docs/architecture.md, "The layers"). Elsewhere a statement is refused, whether
     // a string, a template or a `sql` tag, and so is running one (`.query(...)`).

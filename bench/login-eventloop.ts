@@ -4,8 +4,12 @@
  * Prints the /healthz latencies and the event loop's worst delay as one JSON line.
  * The issue asks for /healthz within 100 ms while 20 logins run.
  *
- *   npx tsx bench/login-eventloop.ts                 embedded database
- *   TEST_DATABASE_URL=postgres://... npx tsx bench/login-eventloop.ts   PostgreSQL (own database, dropped after)
+ *   npm run bench:login                              embedded database
+ *   TEST_DATABASE_URL=postgres://... npm run bench:login   PostgreSQL (own database, dropped after)
+ *
+ * npm run bench:login loads scripts/pool-priority.cjs first, as npm start does, so bcrypt hashes
+ * on libuv's pool at nice +10; `npx tsx bench/login-eventloop.ts` runs it at the event loop's
+ * priority, for comparison (the output's bcrypt_pool_nice says which).
  */
 import { mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
@@ -13,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
+import { bcryptPriority } from '../src/auth/passwords.ts';
 import { loadConfig } from '../src/config.ts';
 import { startService } from '../src/service.ts';
 import { createTestDatabase } from '../test/helpers/db.ts';
@@ -101,6 +106,7 @@ try {
   console.log(JSON.stringify({
     database: database.db.kind,
     bcrypt_cost: config.BCRYPT_COST,
+    bcrypt_pool_nice: bcryptPriority().nice,
     logins: LOGINS,
     logins_ok: statuses.filter((s) => s === 200).length,
     during_logins: during.figures,

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { EnvFileError, loadEnvFile, type EnvFileResult } from './config/env-file.ts';
 import { tightenPrivateDir, usePrivateUmask } from './config/private-dir.ts';
+import { bcryptPriority } from './auth/passwords.ts';
 import { openDatabase } from './db/open.ts';
 import { removeServiceAddress, saveServiceAddress } from './demo/address.ts';
 import { demoBanner, seedDemoOnFirstStart } from './demo/seed.ts';
@@ -42,6 +43,11 @@ async function main(): Promise<void> {
   // 0600); the embedded database's open does the same for its own (src/db/open.ts)
   const { notTightened } = await tightenPrivateDir(config.DATA_DIR, { create: false });
   if (notTightened.length > 0) logger.warn({ files: notTightened.slice(0, 20), count: notTightened.length }, 'files in DATA_DIR others can read that this user may not change');
+  const priority = bcryptPriority();
+  if (priority.lowered) logger.debug({ threads: priority.threads, nice: priority.nice }, "bcrypt's threads lowered");
+  else if (process.platform === 'linux') {
+    logger.warn("bcrypt runs at the event loop's priority: start with `node --require=./scripts/pool-priority.cjs` (as npm start does) so a login storm cannot delay other requests");
+  }
   const db = await openDatabase(config, { serve: true });
   const running = await startService(config, db, logger);
   logger.info({ url: running.url, ...(running.metricsUrl ? { metrics_url: running.metricsUrl } : {}), database: db.kind }, 'auth service listening');

@@ -1,16 +1,18 @@
-import { createBcryptThreads } from './bcrypt-threads.ts';
+import bcrypt from 'bcrypt';
+import pLimit from 'p-limit';
 
 /** bcrypt reads at most 72 bytes; longer passwords are refused rather than silently cut. */
 export const MAX_PASSWORD_BYTES = 72;
 
 /**
  * How many bcrypt operations run at once: as many as the libuv pool has threads, but one (the
- * pool's size is what an operator tunes for this machine's cores). They run on threads of their
- * own at a lower priority (./bcrypt-threads.ts), so a login storm keeps every core busy with
- * hashing while the event loop (token validation, /healthz, every other request) gets a core the
- * moment it needs one; libuv's pool stays free for its other users (fs, dns.lookup, async
- * crypto). Extra requests wait their turn, in order. Measured in docs/performance.md
- * ("Logins and the event loop").
+ * pool's size is what an operator tunes for this machine's cores). They run on that pool
+ * (bcrypt's own asynchronous functions), whose threads scripts/pool-priority.cjs lowers to nice
+ * +10 at start, so a login storm keeps every core busy with hashing while the event loop (token
+ * validation, /healthz, every other request) gets a core the moment it needs one; the thread
+ * left over serves the pool's other users (fs, dns.lookup, async crypto) without waiting behind
+ * a hash. Extra operations wait their turn, in order. Measured in docs/performance.md ("Logins
+ * and the event loop").
  */
 export const BCRYPT_CONCURRENCY = Math.max(1, threadPoolSize() - 1);
 
@@ -20,14 +22,33 @@ function threadPoolSize(): number {
   return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 1024) : 4;
 }
 
-const threads = createBcryptThreads(BCRYPT_CONCURRENCY);
+const limit = pLimit(BCRYPT_CONCURRENCY);
 
 /** bcrypt operations running now (at most BCRYPT_CONCURRENCY). */
-export const bcryptInFlight = (): number => threads.busy();
+export const bcryptInFlight = (): number => limit.activeCount;
 
-/** bcrypt hash (on the bcrypt threads, not the event loop). */
+/**
+ * What scripts/pool-priority.cjs did to libuv's pool, where bcrypt runs: the thread ids it
+ * lowered and by how much. `lowered` is false when the process was started without it (plain
+ * `node dist/server.js`, the tests) or it could not tell the pool's threads (not Linux): bcrypt
+ * then runs at the process's priority, which the server says at start.
+ */
+export function bcryptPriority(): { lowered: boolean; nice: number; threads: readonly number[] } {
+  const marker = (globalThis as Record<symbol, unknown>)[Symbol.for('auth-service.pool-priority')] as
+    | { nice: number; threads: readonly number[] }
+    | undefined;
+  return marker && marker.threads.length > 0
+    ? { lowered: true, nice: marker.nice, threads: marker.threads }
+    : { lowered: false, nice: 0, threads: [] };
+}
+
+/** bcrypt hash (on libuv's pool, not the event loop). */
 export function hashPassword(password: string, cost: number): Promise<string> {
-  return threads.hash(password, cost);
+  return limit(() => bcrypt.hash(password, cost));
+}
+
+function comparePassword(password: string, hash: string): Promise<boolean> {
+  return limit(() => bcrypt.compare(password, hash));
 }
 
 let dummyHash: Promise<string> | undefined;
@@ -37,7 +58,7 @@ let dummyHash: Promise<string> | undefined;
  * take two bcrypt operations' time (which would mark the name as unknown).
  */
 export function prepareDummyHash(cost: number): void {
-  dummyHash ??= threads.hash('dummy password for timing', cost);
+  dummyHash ??= hashPassword('dummy password for timing', cost);
   dummyHash.catch(() => {});
 }
 
@@ -47,10 +68,10 @@ export function prepareDummyHash(cost: number): void {
  */
 export async function verifyPassword(password: string, hash: string | null, cost: number): Promise<boolean> {
   if (hash === null) {
-    dummyHash ??= threads.hash('dummy password for timing', cost);
+    dummyHash ??= hashPassword('dummy password for timing', cost);
     const dummy = await dummyHash;
-    await threads.compare(password, dummy);
+    await comparePassword(password, dummy);
     return false;
   }
-  return threads.compare(password, hash);
+  return comparePassword(password, hash);
 }

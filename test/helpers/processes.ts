@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('../../', import.meta.url)));
 const TSX = ['--import', 'tsx'];
+/** What `npm start` loads first: libuv's pool, where bcrypt hashes, below the event loop. */
+export const POOL_PRIORITY = '--require=./scripts/pool-priority.cjs';
 
 /** Runs the admin command line; resolves with its exit code and output. */
 export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -16,13 +18,14 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
 }
 
 /**
- * Starts `src/server.ts` as a real process with PORT=0 and waits for its "listening" log
+ * Starts `src/server.ts` as a real process (with the preload `npm start` gives it, unless
+ * `nodeFlags` says otherwise) with PORT=0 and waits for its "listening" log
  * line, which names the URL.
  */
-export async function startServerProcess(env: Record<string, string | undefined>): Promise<{
+export async function startServerProcess(env: Record<string, string | undefined>, nodeFlags: readonly string[] = [POOL_PRIORITY]): Promise<{
   child: ChildProcess; url: string; metricsUrl?: string; output: () => string; stop(): Promise<number | null>;
 }> {
-  const child = spawn(process.execPath, [...TSX, 'src/server.ts'], {
+  const child = spawn(process.execPath, [...nodeFlags, ...TSX, 'src/server.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.ts';
 import { TEST_ENV } from '../helpers/app.ts';
 import { onPostgres } from '../helpers/db.ts';
-import { listeningUrl, ROOT } from '../helpers/processes.ts';
+import { listeningUrl, POOL_PRIORITY, ROOT } from '../helpers/processes.ts';
 
 const demoRows = async (dataDir: string) => {
   const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined }, { serve: false });
@@ -22,7 +22,7 @@ const demoRows = async (dataDir: string) => {
 };
 
 /** The service as `npm start` runs it from source, on the embedded database in `dataDir`. */
-const startService = (dataDir: string) => spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+const startService = (dataDir: string) => spawn(process.execPath, [POOL_PRIORITY, '--import', 'tsx', 'src/server.ts'], {
   cwd: ROOT, env: { ...process.env, ...TEST_ENV, BCRYPT_COST: '12', LOG_LEVEL: 'info', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'],
 });
 
