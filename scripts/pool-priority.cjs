@@ -33,28 +33,25 @@ function threadIds() {
   }
 }
 
-function poolSize() {
-  const configured = Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '', 10);
-  return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 1024) : 4;
-}
-
 const before = threadIds();
 fs.stat(__filename, () => {}); // starts libuv's pool, every thread of it, before it returns
 const after = threadIds();
 const started = before && after ? [...after].filter((tid) => !before.has(tid)).map(Number) : [];
+// the threads born inside that call can only be the pool's (as many as libuv read from
+// UV_THREADPOOL_SIZE); none means the pool was already running, and then which threads are its
+// own is unknown: none is touched
 const lowered = [];
-// anything but the pool's size means the pool was already running (or something else started a
-// thread): then which threads are the pool's is unknown, and none is touched
-if (started.length === poolSize()) {
-  for (const tid of started) {
-    try {
-      os.setPriority(tid, Math.min(19, os.getPriority(tid) + NICE));
-      lowered.push(tid);
-    } catch {
-      // the thread is gone, or the system refuses: it keeps the process's priority
-    }
+for (const tid of started) {
+  try {
+    os.setPriority(tid, Math.min(19, os.getPriority(tid) + NICE));
+    lowered.push(tid);
+  } catch {
+    // the thread is gone, or the system refuses: it keeps the process's priority
   }
 }
 
-/** Read by src/auth/passwords.ts (bcryptPriority): which of the pool's threads were lowered, and by how much. */
-globalThis[Symbol.for('auth-service.pool-priority')] = Object.freeze({ nice: NICE, threads: Object.freeze(lowered) });
+/**
+ * Read by src/auth/passwords.ts: which of the pool's threads were lowered and by how much, and
+ * the pool's size as libuv made it (0 when the pool was already running).
+ */
+globalThis[Symbol.for('auth-service.pool-priority')] = Object.freeze({ nice: NICE, threads: Object.freeze(lowered), size: started.length });

@@ -16,10 +16,23 @@ export const MAX_PASSWORD_BYTES = 72;
  */
 export const BCRYPT_CONCURRENCY = Math.max(1, threadPoolSize() - 1);
 
-/** The libuv pool's size as the process was started with (read by libuv on first use). */
-function threadPoolSize(): number {
-  const configured = Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '', 10);
-  return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 1024) : 4;
+/** What scripts/pool-priority.cjs leaves on globalThis, when the process was started with it. */
+interface PoolPriority { nice: number; threads: readonly number[]; size: number }
+function preloaded(): PoolPriority | undefined {
+  return (globalThis as Record<symbol, unknown>)[Symbol.for('auth-service.pool-priority')] as PoolPriority | undefined;
+}
+
+/**
+ * The libuv pool's size: as the preload counted its threads, else as libuv reads
+ * UV_THREADPOOL_SIZE (its C `atoi`: leading digits, anything else 0; 0 means 1, more than 1024
+ * or a negative number 1024), so an odd value leaves a thread free as libuv sees it.
+ */
+export function threadPoolSize(value = process.env.UV_THREADPOOL_SIZE, counted = preloaded()?.size): number {
+  if (counted !== undefined && counted > 0) return counted;
+  if (value === undefined) return 4;
+  const read = Number.parseInt(value, 10) || 0;
+  if (read === 0) return 1;
+  return read < 0 || read > 1024 ? 1024 : read;
 }
 
 const limit = pLimit(BCRYPT_CONCURRENCY);
@@ -34,9 +47,7 @@ export const bcryptInFlight = (): number => limit.activeCount;
  * then runs at the process's priority, which the server says at start.
  */
 export function bcryptPriority(): { lowered: boolean; nice: number; threads: readonly number[] } {
-  const marker = (globalThis as Record<symbol, unknown>)[Symbol.for('auth-service.pool-priority')] as
-    | { nice: number; threads: readonly number[] }
-    | undefined;
+  const marker = preloaded();
   return marker && marker.threads.length > 0
     ? { lowered: true, nice: marker.nice, threads: marker.threads }
     : { lowered: false, nice: 0, threads: [] };
