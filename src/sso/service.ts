@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from 'uuidv7';
 import { writeAudit } from '../audit/writer.ts';
 import { callbackWithToken, isUsableCallbackUrl } from '../clients/callback.ts';
 import { ClientChanged, type ClientRecord } from '../clients/client.ts';
@@ -30,7 +30,10 @@ export const SESSION_ENDED = 'session_ended';
  * the right edge of the primary key's index, which stays in memory, where random (version 4)
  * keys land on any of its pages: at 10⁷ rows most of them are not in shared buffers, and the
  * first change to each after a checkpoint writes the whole page to the WAL (docs/performance.md,
- * "Cost as data grows"). A token's time of issue is in its claims already (iat).
+ * "Cost as data grows"). A token's time of issue is in its claims already (iat). The `uuidv7`
+ * package draws its random bits from a buffer it refills every eight words, where `uuid`'s v7
+ * asked Web Crypto for 16 bytes per id: 4.5 µs of a token issue's 75 µs of CPU under load
+ * (`npm run bench`, 2026-12-04 profile), against about half a microsecond.
  */
 export const newTokenId = (): string => uuidv7();
 
