@@ -421,6 +421,8 @@ async function main() {
 }
 
 if (ROLE === 'memory' || ROLE === 'postgres') {
+  // an exit, not a death by signal: with BENCH_CPU_PROF, V8 writes the reference's profile too
+  process.once('SIGTERM', () => process.exit(0));
   serveReference(ROLE).catch((err) => {
     console.error(err);
     process.exit(1);

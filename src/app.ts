@@ -12,7 +12,7 @@ import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware, sessionSecrets } from './http/session.ts';
 import { useCsrfKeys } from './pages/csrf.ts';
-import { OIDC_PREFIX, OIDC_SESSIONLESS_PATHS } from './oidc/provider.ts';
+import { OIDC_HOT_PATHS, OIDC_PREFIX, OIDC_SESSIONLESS_PATHS } from './oidc/provider.ts';
 import { oidcViews } from './pages/oidc-interaction.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
@@ -100,10 +100,23 @@ export function createApp(deps: AppDeps): Express {
   const handleError = errorHandler(logger);
   app.use(handleError);
 
-  // Token issue and validation skip Express's router walk: the same steps, run by the fast
-  // path (src/routes/fast-path.ts); every other request, and these written any other way, go
-  // through Express.
-  const { serveHot, serverOptions } = createFastPath(app, declared.hot([logRequest, timeRequest, securityHeaders, requireJsonBody, fastJsonBody(jsonBody, JSON_BODY_LIMIT), rejectUnstorableText]), handleError);
+  // Token issue and validation, and OpenID Connect's token endpoints, skip Express's router
+  // walk: the same steps, run by the fast path (src/routes/fast-path.ts); every other request,
+  // and these written any other way, go through Express.
+  const fastJson = fastJsonBody(jsonBody, JSON_BODY_LIMIT);
+  // OpenID Connect's token endpoints (code redemption, refresh, introspection, revocation) the
+  // same way: the app-wide steps Express runs before its OIDC mount (no /api JSON rule), then
+  // the provider, which sees the request as mounted at OIDC_PREFIX.
+  const oidcHot = [...OIDC_HOT_PATHS].map((path) => ({
+    route: { method: 'post' as const, path: `${OIDC_PREFIX}${path}` },
+    steps: [logRequest, timeRequest, securityHeaders, fastJson, rejectUnstorableText, serveOidc],
+    routeStart: 5,
+    mount: OIDC_PREFIX,
+  }));
+  const { serveHot, serverOptions } = createFastPath(app, [
+    ...declared.hot([logRequest, timeRequest, securityHeaders, requireJsonBody, fastJson, rejectUnstorableText]),
+    ...oidcHot,
+  ], handleError);
   // app(req, res) calls app.handle (node_modules/express/lib/express.js), whoever serves it:
   // http.createServer(app), app.listen, supertest. A mounted sub-app (callback set) is not.
   const dispatch = app as Express & { handle: ExpressHandle };

@@ -26,6 +26,9 @@ export const OIDC_PREFIX = '/oidc';
  */
 export const OIDC_SESSIONLESS_PATHS: ReadonlySet<string> = new Set(['/token', '/token/introspection', '/token/revocation', '/jwks', '/me']);
 
+/** Of those, the POST endpoints client backends call at volume: served by the fast path (src/app.ts). */
+export const OIDC_HOT_PATHS: ReadonlySet<string> = new Set(['/token', '/token/introspection', '/token/revocation']);
+
 /** The sign-in page of an interaction (src/pages/oidc-interaction.ts serves it). */
 export const interactionPath = (uid: string) => `${OIDC_PREFIX}/interaction/${uid}`;
 

@@ -13,16 +13,22 @@ type Step = RequestHandler | ErrorRequestHandler;
 
 /** A hot route as the fast path serves it: its method and path, and every step in order. */
 export interface FastRoute {
-  route: AnyRoute;
+  route: Pick<AnyRoute, 'method' | 'path'>;
   /** The route's answer headers, the app-wide steps a request passes before any router, then the route's own chain. */
   steps: readonly Step[];
   /** Where the route's own steps begin in `steps` (after the app-wide ones). */
   routeStart: number;
+  /**
+   * For a path served by a handler Express mounts at a prefix (`app.use('/oidc', handler)`):
+   * the prefix. The handler sees the request as Express's mount gives it: `baseUrl` the
+   * prefix, `url` the rest, `originalUrl` the whole.
+   */
+  mount?: string;
 }
 
 /**
- * The hot server-to-server routes (declared `hot: true`: token issue and validation) served
- * in front of Express's router.
+ * The hot server-to-server routes (declared `hot: true`: token issue and validation, and
+ * OpenID Connect's token endpoints, src/app.ts) served in front of Express's router.
  *
  * Why by hand: for each request Express's router tests every app-wide layer and every route
  * of the sessionless router against the path, wraps `next` and restores request fields
@@ -75,8 +81,9 @@ export function createFastPath(app: Express, routes: readonly FastRoute[], onErr
     if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(req, app.request);
     if (Object.getPrototypeOf(res) !== response) Object.setPrototypeOf(res, response); // Express's, with a direct res.json (src/http/fast-json.ts)
     res.locals = Object.create(null);
-    req.baseUrl = '';
     req.originalUrl = req.url;
+    req.baseUrl = hot.mount ?? '';
+    if (hot.mount) req.url = req.originalUrl.slice(hot.mount.length);
     req.params = {};
     runSteps(hot.steps, hot.routeStart, req, res, onError);
     return true;

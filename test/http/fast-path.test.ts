@@ -134,6 +134,31 @@ describe('the fast path of token issue and validation', () => {
     await expectAlike(path, make, status, await app.listen());
   });
 
+  // OpenID Connect's token endpoints: the provider mounted at /oidc, served the same way
+  const basic = (secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(creds.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+  const form = (fields: Record<string, string>, secret = creds.client_secret): RequestOptions => ({
+    body: new URLSearchParams(fields).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(secret) },
+  });
+  const oidcCases: Array<[string, string, () => RequestOptions, number]> = [
+    ['the introspection of an unknown token', '/oidc/token/introspection', () => form({ token: 'unknown-token-of-some-length-0123456789' }), 200],
+    ['an introspection with a wrong client secret', '/oidc/token/introspection', () => form({ token: 'x' }, 'wrong'), 401],
+    ['an introspection without a token', '/oidc/token/introspection', () => form({}), 400],
+    ['a refresh with an unknown refresh token', '/oidc/token', () => form({ grant_type: 'refresh_token', refresh_token: 'unknown' }), 400],
+    ['a code redemption with an unknown code', '/oidc/token', () => form({ grant_type: 'authorization_code', code: 'unknown', redirect_uri: 'https://client.example/sso/callback?from=auth' }), 400],
+    ['a token request in JSON', '/oidc/token', () => ({ ...json({ grant_type: 'refresh_token', refresh_token: 'unknown' }), headers: { authorization: basic(creds.client_secret) } }), 400],
+    ['the revocation of an unknown token', '/oidc/token/revocation', () => form({ token: 'unknown' }), 200],
+    ['an introspection from outside the allow list', '/oidc/token/introspection', () => ({ ...form({ token: 'x' }), localAddress: '127.0.0.2' }), 403],
+  ];
+
+  it.each(oidcCases)('answers %s exactly as Express\'s mount of the provider does', async (_name, path, make, status) => {
+    await expectAlike(path, make, status);
+  });
+
+  it.each(oidcCases)('on the service\'s own server, answers %s exactly as Express\'s mount of the provider does', async (_name, path, make, status) => {
+    await expectAlike(path, make, status, await app.listen());
+  });
+
   it('on the service\'s own server, requests and responses are born with Express\'s prototypes, so none is changed on a hot route', async () => {
     const server = createServer(app.app);
     const born: Array<{ request: boolean; response: boolean; node: boolean }> = [];
@@ -229,7 +254,10 @@ describe('the fast path of token issue and validation', () => {
     expect((await app.http.send('/api/sso/validate', { method: 'PUT', body: { ...creds, token: 'not-a-jwt' } })).status).toBe(404);
     expect((await app.http.send('/api/sso/validate', { method: 'OPTIONS' })).status).toBe(200);
     expect((await app.http.post('/API/SSO/VALIDATE', { ...creds, token: 'not-a-jwt' })).status).toBe(401);
-    expect(routerEntered - before).toBe(6);
+    // the provider's other endpoints, and its token endpoints written another way
+    expect((await app.http.get('/oidc/jwks')).status).toBe(200);
+    expect((await app.http.send('/oidc/token/introspection/', { method: 'POST', ...form({ token: 'x' }) })).status).toBe(200);
+    expect(routerEntered - before).toBe(8);
   });
 });
 
