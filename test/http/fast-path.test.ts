@@ -230,6 +230,14 @@ describe('the fast path of token issue and validation', () => {
     const shape = (l: Record<string, any>) => ({ ...l, time: 0, pid: 0, responseTime: 0, req: { ...l.req, id: '', url: l.req.url.split('?')[0] } });
     expect(shape(a!)).toStrictEqual(shape(b!));
     expect(a!.res.statusCode).toBe(401);
+    // and for the provider's introspection
+    const introspect = form({ token: 'x' });
+    await app.http.send('/oidc/token/introspection', { method: 'POST', ...introspect, headers: { ...introspect.headers, 'x-request-id': 'fast-2' } });
+    await app.http.send('/oidc/token/introspection?via=express', { method: 'POST', ...introspect, headers: { ...introspect.headers, 'x-request-id': 'express-2' } });
+    const [c, d] = [lineOf('fast-2'), lineOf('express-2')];
+    expect(c && d, 'a log line for each').toBeTruthy();
+    expect(shape(c!)).toStrictEqual(shape(d!));
+    expect(c!.req.url).toBe('/oidc/token/introspection');
   });
 
   it('times both under the route pattern, one metric series, and leaves none in flight', async () => {
