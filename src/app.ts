@@ -107,10 +107,11 @@ export function createApp(deps: AppDeps): Express {
   // OpenID Connect's token endpoints (code redemption, refresh, introspection, revocation) the
   // same way: the app-wide steps Express runs before its OIDC mount (no /api JSON rule), then
   // the provider, which sees the request as mounted at OIDC_PREFIX.
+  const beforeOidc = [logRequest, timeRequest, securityHeaders, fastJson, rejectUnstorableText];
   const oidcHot = [...OIDC_HOT_PATHS].map((path) => ({
     route: { method: 'post' as const, path: `${OIDC_PREFIX}${path}` },
-    steps: [logRequest, timeRequest, securityHeaders, fastJson, rejectUnstorableText, serveOidc],
-    routeStart: 5,
+    steps: [...beforeOidc, serveOidc],
+    routeStart: beforeOidc.length,
     mount: OIDC_PREFIX,
   }));
   const { serveHot, serverOptions } = createFastPath(app, [
