@@ -104,9 +104,8 @@ export function createApp(deps: AppDeps): Express {
   // walk: the same steps, run by the fast path (src/routes/fast-path.ts); every other request,
   // and these written any other way, go through Express.
   const fastJson = fastJsonBody(jsonBody, JSON_BODY_LIMIT);
-  // OpenID Connect's token endpoints (code redemption, refresh, introspection, revocation) the
-  // same way: the app-wide steps Express runs before its OIDC mount (no /api JSON rule), then
-  // the provider, which sees the request as mounted at OIDC_PREFIX.
+  // the provider's: the app-wide steps Express runs before its mount (no /api JSON rule), then
+  // the provider, which sees the request as mounted at OIDC_PREFIX
   const beforeOidc = [logRequest, timeRequest, securityHeaders, fastJson, rejectUnstorableText];
   const oidcHot = [...OIDC_HOT_PATHS].map((path) => ({
     route: { method: 'post' as const, path: `${OIDC_PREFIX}${path}` },

@@ -3,6 +3,14 @@ import net from 'node:net';
 import supertest from 'supertest';
 import { checkAnswer } from './contract.ts';
 
+/**
+ * An HTTP Basic authorization header for a client's credentials, each form-encoded first as
+ * RFC 6749 section 2.3.1 asks (client_secret_basic).
+ */
+export function basicAuth(id: string, secret: string): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+}
+
 export interface HttpResponse<T = any> {
   status: number;
   headers: http.IncomingHttpHeaders;

@@ -8,7 +8,7 @@ import { createServer } from '../../src/app.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { makeClient, makeUser } from '../helpers/factories.ts';
-import { type HttpResponse, type RequestOptions, send, type Target } from '../helpers/http.ts';
+import { basicAuth, type HttpResponse, type RequestOptions, send, type Target } from '../helpers/http.ts';
 import { parsePrometheus, sampleValue } from '../ops/helpers/prometheus.ts';
 
 /*
@@ -135,7 +135,7 @@ describe('the fast path of token issue and validation', () => {
   });
 
   // OpenID Connect's token endpoints: the provider mounted at /oidc, served the same way
-  const basic = (secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(creds.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+  const basic = (secret: string) => basicAuth(creds.client_id, secret);
   const form = (fields: Record<string, string>, secret = creds.client_secret): RequestOptions => ({
     body: new URLSearchParams(fields).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(secret) },

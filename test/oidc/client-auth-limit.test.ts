@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuth } from '../helpers/http.ts';
 import { startIssuer } from './support.ts';
 
 const CLI = { via: 'cli' as const, username: 'test' };
@@ -25,7 +26,6 @@ describe('OpenID Connect: the limit on failed client authentications', () => {
   });
   afterAll(() => service?.close());
 
-  const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
   const post = (path: string, body: Record<string, string>, authorization?: string) => fetch(`${service.issuer}/oidc${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
@@ -33,7 +33,7 @@ describe('OpenID Connect: the limit on failed client authentications', () => {
   });
 
   it('answers 429 with Retry-After past the limit, at every endpoint, and still serves the right secret', async () => {
-    const wrong = basic(shop.id, 'not-the-secret');
+    const wrong = basicAuth(shop.id, 'not-the-secret');
     for (let i = 0; i < LIMIT; i++) {
       const res = await post('/token/introspection', { token: 'x' }, wrong);
       expect(res.status, `failure ${i + 1}`).toBe(401);
@@ -53,13 +53,13 @@ describe('OpenID Connect: the limit on failed client authentications', () => {
     expect((await post('/token/revocation', { token: 'x' }, wrong)).status).toBe(429);
 
     // the right secret is never refused by the failure limit
-    const right = await post('/token/introspection', { token: 'x' }, basic(shop.id, shop.secret));
+    const right = await post('/token/introspection', { token: 'x' }, basicAuth(shop.id, shop.secret));
     expect(right.status).toBe(200);
     expect(((await right.json()) as { active: boolean }).active).toBe(false);
   });
 
   it('counts per client: another client from the same address is not refused', async () => {
-    const res = await post('/token/introspection', { token: 'x' }, basic(other.id, 'not-the-secret'));
+    const res = await post('/token/introspection', { token: 'x' }, basicAuth(other.id, 'not-the-secret'));
     expect(res.status).toBe(401);
   });
 

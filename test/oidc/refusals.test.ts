@@ -1,6 +1,7 @@
 import * as oidc from 'openid-client';
 import { toPublicClient } from '../../src/clients/shown.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuth } from '../helpers/http.ts';
 import { startIssuer, startReceiver } from './support.ts';
 
 const CLI = { via: 'cli' as const, username: 'test' };
@@ -68,7 +69,7 @@ describe('OpenID Connect refusals', () => {
     await expect(oidc.refreshTokenGrant(config, 'whatever')).rejects.toMatchObject({ error: 'invalid_client' });
     const basic = await fetch(`${service.issuer}/oidc/token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${confidential.id}:wrong`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { authorization: basicAuth(confidential.id, 'wrong'), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=refresh_token&refresh_token=x',
     });
     expect(basic.status).toBe(401);

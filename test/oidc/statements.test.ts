@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable, Transaction } from '../../src/db/db.ts';
 import { createMigratedDatabase } from '../helpers/app.ts';
+import { basicAuth } from '../helpers/http.ts';
 import { startIssuer, startReceiver } from './support.ts';
 
 const CLI = { via: 'cli' as const, username: 'test' };
@@ -68,7 +69,7 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     rp = await startReceiver();
     const created = await service.app.services.clients.createClient({ name: 'Shop', callbackUrl: `${rp.origin}/cb`, allowedIps: ['127.0.0.1', '::1'] }, CLI);
     client = { id: created.client.client_id, secret: created.secret };
-    basic = `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`;
+    basic = basicAuth(client.id, client.secret);
     await service.app.services.users.createUser({ username: 'ada', email: 'ada@example.com', password: PASSWORD, fullName: 'Ada' }, CLI);
   });
   afterAll(async () => {
@@ -189,7 +190,7 @@ describe('OpenID Connect token endpoints: statements per request', () => {
   });
 
   it('still refuses a wrong secret, and an old one after a regeneration, on the row it read', async () => {
-    const wrong = `Basic ${Buffer.from(`${client.id}:not-the-secret`).toString('base64')}`;
+    const wrong = basicAuth(client.id, 'not-the-secret');
     const refused = await statementsOf(async () => {
       const r = await post('/token/introspection', { token: 'x' }, wrong);
       expect(r.status).toBe(401);
@@ -197,7 +198,7 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     expect(clientReads(refused)).toHaveLength(1);
     const { secret } = await service.app.services.clients.rotateSecret(client.id, CLI, { graceSeconds: 0 });
     expect((await post('/token/introspection', { token: 'x' })).status, 'the old secret').toBe(401);
-    const fresh = `Basic ${Buffer.from(`${client.id}:${secret}`).toString('base64')}`;
+    const fresh = basicAuth(client.id, secret);
     expect((await post('/token/introspection', { token: 'x' }, fresh)).status, 'the new one, at once').toBe(200);
     basic = fresh;
   });
