@@ -12,12 +12,12 @@ import { answerUnparsedRequests } from './http/client-errors.ts';
 import { apiNotFound, errorHandler, pageNotFound } from './http/errors.ts';
 import { saveSessionBeforeRedirect, sessionMiddleware, sessionSecrets } from './http/session.ts';
 import { useCsrfKeys } from './pages/csrf.ts';
-import { OIDC_HOT_PATHS, OIDC_PREFIX, OIDC_SESSIONLESS_PATHS } from './oidc/provider.ts';
+import { OIDC_HOT_PATHS, OIDC_PREFIX, OIDC_SESSIONLESS_PATHS, providerRoute } from './oidc/provider.ts';
 import { oidcViews } from './pages/oidc-interaction.ts';
 import { rejectUnstorableText } from './http/text-guard.ts';
 import { requireJsonBody } from './http/validate.ts';
 import { requestLogger } from './logging/request-log.ts';
-import { httpMetrics } from './metrics/http.ts';
+import { httpMetrics, markRoute } from './metrics/http.ts';
 import { ROUTES } from './routes/index.ts';
 import { createFastPath } from './routes/fast-path.ts';
 import { mountRoutes } from './routes/mount.ts';
@@ -79,7 +79,10 @@ export function createApp(deps: AppDeps): Express {
   // validation) never load a session or look for a signed-in user.
   app.use(declared.sessionless);
   // the same for OpenID Connect's machine-to-machine endpoints (token, introspection, ...)
-  const serveOidc: RequestHandler = (req, res) => deps.oidc.handle(req, res);
+  const serveOidc: RequestHandler = (req, res) => {
+    markRoute(req, providerRoute(req.path));
+    return deps.oidc.handle(req, res);
+  };
   app.use(OIDC_PREFIX, (req, res, next) => (OIDC_SESSIONLESS_PATHS.has(req.path) ? serveOidc(req, res, next) : next()));
 
   app.use(sessionMiddleware(config, db)); // sessions in the database: every instance sees them

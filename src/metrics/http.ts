@@ -1,6 +1,15 @@
+import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import type { Metrics } from './metrics.ts';
 import { whenResponseDone } from '../http/response-done.ts';
+
+/** Where a handler that is no Express route (oidc-provider's mount) keeps the pattern it served. */
+const SERVED_ROUTE = Symbol('route pattern served');
+
+/** Names the route pattern `req` is served as, for a handler Express does not see as a route (one of a fixed set). */
+export function markRoute(req: IncomingMessage, pattern: string | undefined): void {
+  (req as IncomingMessage & { [SERVED_ROUTE]?: string })[SERVED_ROUTE] = pattern;
+}
 
 /**
  * The route pattern a request matched (`/api/admin/users/:id`), never the raw path, so
@@ -9,7 +18,7 @@ import { whenResponseDone } from '../http/response-done.ts';
 export function routeLabel(req: Request): string {
   const route = (req as Request & { route?: { path?: unknown } }).route;
   if (route && typeof route.path === 'string') return `${req.baseUrl ?? ''}${route.path}`;
-  return 'unmatched';
+  return (req as Request & { [SERVED_ROUTE]?: string })[SERVED_ROUTE] ?? 'unmatched';
 }
 
 /**

@@ -29,6 +29,22 @@ export const OIDC_SESSIONLESS_PATHS: ReadonlySet<string> = new Set(['/token', '/
 /** Of those, the POST endpoints client backends call at volume: served by the fast path (src/app.ts). */
 export const OIDC_HOT_PATHS: ReadonlySet<string> = new Set(['/token', '/token/introspection', '/token/revocation']);
 
+/** oidc-provider's routes as this configuration serves them (its defaults; below the mount), for the request metric. */
+const PROVIDER_ROUTES: ReadonlySet<string> = new Set([
+  ...OIDC_SESSIONLESS_PATHS, '/.well-known/openid-configuration', '/auth', '/session/end', '/session/end/confirm', '/session/end/success',
+]);
+
+/**
+ * The route pattern of a request for the provider (`path` below the mount) as the request
+ * metric labels it (`/oidc/token`, `/oidc/auth/:uid`), or undefined for a path it does not
+ * serve (the metric's `unmatched`): never the raw path, which a caller chooses.
+ */
+export function providerRoute(path: string): string | undefined {
+  if (PROVIDER_ROUTES.has(path)) return `${OIDC_PREFIX}${path}`;
+  if (/^\/auth\/[\w-]+$/.test(path)) return `${OIDC_PREFIX}/auth/:uid`; // an authorization resumed after its interaction
+  return undefined;
+}
+
 /** The sign-in page of an interaction (src/pages/oidc-interaction.ts serves it). */
 export const interactionPath = (uid: string) => `${OIDC_PREFIX}/interaction/${uid}`;
 

@@ -54,6 +54,26 @@ describe('GET /metrics', () => {
     expect(after.some((s) => Object.values(s.labels).some((v) => v.includes(probe))), 'the raw path is no label').toBe(false);
   });
 
+  it("times OpenID Connect requests by the provider's route, on the fast path and through Express alike", async () => {
+    const before = await scrape();
+    const count = (samples: typeof before, labels: Record<string, string>) => sampleValue(samples, 'http_request_duration_seconds_count', labels);
+    // the token endpoint on the fast path, and written with a query (then Express serves it)
+    const form = { headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    expect((await app.http.post('/oidc/token', 'grant_type=client_credentials', form)).status).toBe(400);
+    expect((await app.http.post('/oidc/token?x=1', 'grant_type=client_credentials', form)).status).toBe(400);
+    expect((await app.http.get('/oidc/jwks')).status).toBe(200);
+    expect((await app.http.get('/oidc/auth/some-interaction-uid')).status).toBeGreaterThanOrEqual(400);
+    const probe = `/oidc/no-such-thing-${randomUUID()}`;
+    expect((await app.http.get(probe)).status).toBe(404);
+    const after = await scrape();
+    const delta = (labels: Record<string, string>) => count(after, labels) - count(before, labels);
+    expect(delta({ method: 'POST', route: '/oidc/token', status: '400' })).toBe(2);
+    expect(delta({ method: 'GET', route: '/oidc/jwks', status: '200' })).toBe(1);
+    expect(after.some((s) => s.labels.route === '/oidc/auth/:uid'), 'the resumed authorization by its pattern').toBe(true);
+    expect(delta({ method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
+    expect(after.some((s) => Object.values(s.labels).some((v) => v.includes('no-such-thing') || v.includes('some-interaction-uid'))), 'the raw path is no label').toBe(false);
+  });
+
   it('counts tokens issued, validated and rejected by reason', async () => {
     const client = await makeClient(app);
     const user = await makeUser(app);
