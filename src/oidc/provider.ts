@@ -96,7 +96,7 @@ export async function createProvider(parts: ProviderParts): Promise<Provider> {
   const production = config.NODE_ENV === 'production';
   const algs = [...new Set(parts.keys.map((k) => k.alg))] as Array<'RS256' | 'ES256' | 'ES384' | 'EdDSA'>;
   const clients = new ClientAdapter(async (id) => parts.clientMetadata(id));
-  const batches = createArtefactBatches(parts.db);
+  const batches = createArtefactBatches(parts.db, servingRequest);
   const configuration: Configuration = {
     adapter: (name: string) => (name === 'Client' ? clients : new DbAdapter(parts.db, name, batches)),
     jwks: { keys: parts.keys },

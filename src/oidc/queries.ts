@@ -57,6 +57,34 @@ export async function consumeArtefactsByKey(q: Queryable, pks: string[]): Promis
   return new Set(r.rows.map((row) => row.pk));
 }
 
+/** A live artefact as findArtefactsWithGrants reads it: with its grant's, when it names one (null: that grant is gone or expired). */
+export interface ArtefactWithGrant extends ArtefactRow {
+  pk: string;
+  grant?: { id: string; row: ArtefactRow | null };
+}
+
+/**
+ * The live artefacts among `pks`, in one statement, each with the live grant it was issued
+ * under: a token or code and its grant, which oidc-provider reads one after the other for
+ * every token request and introspection, in one round trip.
+ */
+export async function findArtefactsWithGrants(q: Queryable, pks: readonly string[]): Promise<ArtefactWithGrant[]> {
+  const r = await q.query<{ pk: string; payload: Record<string, unknown>; consumed: boolean; grant_id: string | null; grant_payload: Record<string, unknown> | null; grant_consumed: boolean }>(
+    `SELECT t.pk, t.payload, t.consumed_at IS NOT NULL AS consumed, t.grant_id, g.payload AS grant_payload, g.consumed_at IS NOT NULL AS grant_consumed
+     FROM oidc_artefacts t
+     LEFT JOIN oidc_artefacts g ON t.grant_id IS NOT NULL AND t.model <> 'Grant' AND g.pk = 'Grant:' || t.grant_id AND g.${LIVE}
+     WHERE t.pk = ANY ($1::text[]) AND t.${LIVE}`,
+    [pks],
+    PREPARED,
+  );
+  return r.rows.map((row) => ({
+    pk: row.pk, payload: row.payload, consumed: row.consumed,
+    ...(row.grant_id !== null && !row.pk.startsWith('Grant:')
+      ? { grant: { id: row.grant_id, row: row.grant_payload === null ? null : { payload: row.grant_payload, consumed: row.grant_consumed } } }
+      : {}),
+  }));
+}
+
 /** The artefact, unless it is unknown or expired. */
 export async function findArtefact(q: Queryable, model: string, id: string): Promise<ArtefactRow | null> {
   const r = await q.query<ArtefactRow>(`SELECT payload, consumed_at IS NOT NULL AS consumed FROM oidc_artefacts WHERE pk = $1 AND ${LIVE}`, [artefactKey(model, id)], PREPARED);

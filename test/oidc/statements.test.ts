@@ -119,6 +119,8 @@ describe('OpenID Connect token endpoints: statements per request', () => {
   /** The statements that read the client's row (FROM clients), or that name `table` at all. */
   const clientReads = (statements: string[]) => statements.filter((s) => /\bFROM clients\b/.test(s));
   const naming = (statements: string[], table: string) => statements.filter((s) => new RegExp(`\\b${table}\\b`).test(s));
+  /** The statements that read oidc_artefacts (codes, tokens, grants). */
+  const artefactReads = (statements: string[]) => statements.filter((s) => /^\s*SELECT\b[\s\S]*\bFROM oidc_artefacts\b/.test(s));
 
   it('redeems a code reading the client once, the user with the access rule once, and no session', async () => {
     const given = await code();
@@ -150,6 +152,19 @@ describe('OpenID Connect token endpoints: statements per request', () => {
     });
     expect(clientReads(introspection)).toHaveLength(1);
     expect(naming(introspection, 'sessions')).toHaveLength(0);
+    // the token looked up as an access and as a refresh token, with its grant: one statement (src/oidc/adapter.ts)
+    expect(artefactReads(introspection), 'the token and its grant read together').toHaveLength(1);
+    expect(artefactReads(refresh), 'the refresh token and its grant read together').toHaveLength(1);
+  });
+
+  it('reads the grant again in the next request: a grant revoked after one introspection makes the next inactive', async () => {
+    const res = await post('/token', { grant_type: 'authorization_code', code: await code(), redirect_uri: `${rp.origin}/cb` });
+    const tokens = (await res.json()) as { access_token: string; refresh_token: string };
+    const introspect = async () => ((await (await post('/token/introspection', { token: tokens.access_token })).json()) as { active: boolean }).active;
+    expect(await introspect()).toBe(true);
+    // revoking the refresh token revokes its grant, and with it the access token issued under it
+    expect((await post('/token/revocation', { token: tokens.refresh_token, token_type_hint: 'refresh_token' })).status).toBe(200);
+    expect(await introspect()).toBe(false);
   });
 
   it('serves refreshes that arrive together with fewer statements than one at a time, each with its own tokens', async () => {
