@@ -3,7 +3,7 @@
  * young-generation collection, beside the limit (bench/limit.ts) in the same run.
  *
  * A request's objects should die young; when garbage already promoted keeps later objects
- * alive (docs/performance.md, "Garbage that stayed"), a large share of every young collection
+ * alive (a list of in-flight responses did: src/http/graceful-close.ts), a large share of every young collection
  * is copied and promoted, and collecting takes a good part of the main thread. Each process
  * runs with V8's --trace-gc-nvp (one line per collection: bytes allocated since the last,
  * promoted, copied within the young generation, pause) on top of the node options `npm start`

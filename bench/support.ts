@@ -45,7 +45,7 @@ export function startFlags(script: string): string[] {
  * GET `probe` answers: TypeScript through tsx, JavaScript (the compiled service) with plain
  * node. With BENCH_CPU_PROF=dir set, the process writes a V8 CPU profile there when it exits;
  * with BENCH_CHILD_STDOUT=1 its standard output is shown (with BENCH_NODE_FLAGS=--trace-gc-nvp,
- * V8's account of every collection: docs/performance.md, "Garbage that stayed").
+ * V8's account of every collection, as bench/gc-survival.ts reads it).
  */
 export async function startProcess(
   file: string, env: Record<string, string>, probe: string, cwd = ROOT,

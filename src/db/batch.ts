@@ -11,8 +11,8 @@ import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
  * load many requests share one round trip and one commit, and a lone request waits for
  * nothing but its own statement. A statement's own cost (its locks, its plan, its commit) is
  * several times that of a row: sending each turn's batch at once, whatever was out, made
- * statements of four or five rows under load (docs/performance.md, "One statement out at a
- * time"). A batch that has waited `stallMs` for a slow statement (a lock wait, a checkpoint)
+ * statements of four or five rows under load (docs/performance.md, "History": one statement
+ * out at a time per loader). A batch that has waited `stallMs` for a slow statement (a lock wait, a checkpoint)
  * goes all the same: a slow statement delays the others by that much at most.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed

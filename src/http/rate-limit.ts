@@ -51,7 +51,7 @@ class RecoveringRedisStore extends RedisStore {
 
 /**
  * ioredis, loaded only by a service with REDIS_URL: about 12 MiB resident that a service
- * counting in its own memory never uses (docs/performance.md, "Memory"). ioredis is CommonJS,
+ * counting in its own memory never uses (docs/performance.md, "Memory at rest and under load"). ioredis is CommonJS,
  * so it is required synchronously here and the limiters are still built in one call.
  */
 function loadRedis(): typeof Redis {

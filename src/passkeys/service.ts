@@ -25,7 +25,7 @@ import { relyingParty } from './relying-party.ts';
 
 /**
  * SimpleWebAuthn, loaded by the first ceremony (then kept): about 10 MiB resident that a service
- * nobody signs in to with a passkey never needs (docs/performance.md, "Memory").
+ * nobody signs in to with a passkey never needs (docs/performance.md, "Memory at rest and under load").
  */
 const webauthn = () => import('@simplewebauthn/server');
 

@@ -21,7 +21,7 @@ const RECORD_WAIT_MS = 10;
  * for its statement, together longer than a loopback attempt itself. When a slot was held
  * until then, 64 slots capped delivery near 3,500 a second on a quiet 2-core machine, and
  * lower when PostgreSQL was slow: below the rate token issue reached, and user.login
- * deliveries queued for seconds behind each other (docs/performance.md, "Webhook latency").
+ * deliveries queued for seconds behind each other (`npm run bench:webhooks`).
  */
 const UNRECORDED_PER_SLOT = 4;
 

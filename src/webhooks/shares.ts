@@ -20,7 +20,7 @@ export const SLOT_SHARE_PER_WEBHOOK = 0.5;
  * the table at once, where any instance's claim takes it. Without a bound, token issue
  * faster than sending filled memory, and deliveries waited here past their lease, when
  * another instance claimed and sent them too. 64 slots start several thousand attempts a
- * second on loopback (docs/performance.md, "Webhook latency"): 1,024 waiting is well under a
+ * second on loopback (`npm run bench:webhooks`): 1,024 waiting is well under a
  * second's work there, and a slow receiver's surplus goes to the table.
  */
 export const HANDED_PER_SLOT = 16;
