@@ -5,7 +5,7 @@
  * build`, dist/server.js under plain node; BENCH_FROM_SOURCE=1 runs src/server.ts through tsx),
  * on a fresh PostgreSQL database, a bare Express JSON handler (bench/ceiling.ts: what Express itself costs) and the
  * plain node:http + pg single-use validation (bench/limit.ts: the practical limit of the
- * validation design). In rounds (BENCH_ROUNDS, default 2) autocannon drives, at 50 connections
+ * validation design). In rounds (BENCH_ROUNDS, default 3) autocannon drives, at 50 connections
  * (BENCH_CONNECTIONS) for BENCH_SECONDS (default 10) each: the ceiling, the limit, token issue,
  * then validation of exactly the tokens that round issued. For every run it prints req/s,
  * latency and the serving process's CPU time per request (from /proc/PID/stat: user + system,
