@@ -12,8 +12,8 @@ import { isOutageSqlState, SQLSTATE } from './sqlstate.ts';
  * nothing but its own statement. A statement's own cost (its locks, its plan, its commit) is
  * several times that of a row: sending each turn's batch at once, whatever was out, made
  * statements of four or five rows under load (docs/performance.md, "History": one statement
- * out at a time per loader). A batch that has waited `stallMs` for a slow statement (a lock wait, a checkpoint)
- * goes all the same: a slow statement delays the others by that much at most.
+ * out at a time per loader). A batch that has waited `stallMs` for a slow statement (a lock
+ * wait, a checkpoint) goes all the same: a slow statement delays the others by that much at most.
  *
  * Nothing is cached: every `load` goes to the database (a rotated secret or a consumed
  * token must be seen at once, on every instance). When the database refuses the statement
@@ -138,8 +138,22 @@ function refusedByDatabase(err: unknown): boolean {
  * rows that exist, in any order; every request gets the row with its key, or null.
  */
 export function createLookupLoader<K, R>(fetch: (keys: K[]) => Promise<R[]>, keyOf: (row: R) => K): DataLoader<K, R | null> {
-  return createBatchLoader<K, R | null>(async (keys) => {
+  return createBatchLoader<K, R | null>(lookup(fetch, keyOf));
+}
+
+/**
+ * As createLookupLoader, for reads that must not wait behind another statement (the OpenID
+ * Connect provider's, src/oidc/adapter.ts): the keys asked for in one turn (until the current
+ * promise jobs end) share one statement, sent at once however many are out. Nothing is cached.
+ */
+export function createTurnLookupLoader<K, R>(fetch: (keys: K[]) => Promise<R[]>, keyOf: (row: R) => K): DataLoader<K, R | null> {
+  return new DataLoader<K, R | null>(lookup(fetch, keyOf), { cache: false });
+}
+
+/** A batch function reading each distinct key once: every key gets the row with its key, or null. */
+function lookup<K, R>(fetch: (keys: K[]) => Promise<R[]>, keyOf: (row: R) => K): (keys: readonly K[]) => Promise<Array<R | null>> {
+  return async (keys) => {
     const byKey = new Map((await fetch([...new Set(keys)])).map((row) => [keyOf(row), row]));
     return keys.map((key) => byKey.get(key) ?? null);
-  });
+  };
 }

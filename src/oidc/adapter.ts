@@ -1,10 +1,9 @@
-import DataLoader from 'dataloader';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { createBatchLoader, createWriteBatch } from '../db/batch.ts';
+import { createBatchLoader, createTurnLookupLoader, createWriteBatch } from '../db/batch.ts';
 import type { Db } from '../db/db.ts';
 import { oidcLibrary } from './library.ts';
 import {
-  type ArtefactRow, artefactKey, type ArtefactWithGrant, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy,
+  type ArtefactRow, artefactKey, type ArtefactWrite, consumeArtefactsByKey, destroyArtefact, findArtefact, findArtefactBy,
   findArtefactsWithGrants, revokeGrantArtefacts, revokeModelByGrant, upsertArtefacts,
 } from './queries.ts';
 
@@ -23,9 +22,8 @@ const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', '
  * its reads coalesced that way, 0.88 without). What one request reads together goes as one
  * statement, sent at once:
  *  - the look-ups oidc-provider starts in one go (introspection asks for the token as an access
- *    token and as a refresh token at once) are one statement (`find`, a DataLoader on its
- *    default schedule: the keys asked for before the current promise jobs end, nothing waits
- *    for another statement);
+ *    token and as a refresh token at once) are one statement (`find`, createTurnLookupLoader:
+ *    nothing waits for another statement);
  *  - a code's or token's grant is read with it, and kept on the request being served
  *    (`requestOf`) for the provider's Grant.find that follows: its one read, taken once, and
  *    dropped by any write of a grant in that request.
@@ -43,10 +41,7 @@ export function createArtefactBatches(db: Db, requestOf: () => object | undefine
     }),
     upsert: createWriteBatch<ArtefactWrite>((writes) => upsertArtefacts(db, writes)),
     /** A live artefact by key, with its grant (null: none), in one statement with the others asked for in the same turn. */
-    find: new DataLoader<string, ArtefactWithGrant | null>(async (pks) => {
-      const found = new Map((await findArtefactsWithGrants(db, [...new Set(pks)])).map((row) => [row.pk, row]));
-      return pks.map((pk) => found.get(pk) ?? null);
-    }, { cache: false }),
+    find: createTurnLookupLoader((pks: string[]) => findArtefactsWithGrants(db, pks), (row) => row.pk),
     /** Keeps a grant read with a token for the request being served (when there is one). */
     keepGrant(id: string, row: ArtefactRow | null): void {
       const req = requestOf();

@@ -121,10 +121,10 @@ function traced(): boolean {
  * called with. A subclass is sized from its base's constructors, so its instances keep fast
  * properties; a plain function that runs `base` on `this` (bornAs) is sized from its own
  * empty body, and a response, with its forty-odd fields, went to dictionary mode at birth:
- * every property access a hash lookup. But a subclass's instances get the subclass's own prototype, so only the response,
- * whose prototype is the fast path's own object, can be one; the request must get Express's
- * `app.request` itself, and keeps fast properties as a function-born object (its fields are
- * fewer). test/http/fast-path.test.ts checks both.
+ * every property access a hash lookup. But a subclass's instances get the subclass's own
+ * prototype, so only the response, whose prototype is the fast path's own object, can be one;
+ * the request must get Express's `app.request` itself, and keeps fast properties as a
+ * function-born object (its fields are fewer). test/http/fast-path.test.ts checks both.
  */
 
 /**
