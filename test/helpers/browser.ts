@@ -103,6 +103,18 @@ export async function clickAndLoad(page: Page, target: Locator): Promise<void> {
 }
 
 /**
+ * Waits for `waiting` (a page wait after a form); when it fails, the error also says where the
+ * page ended and the start of what it showed (such a wait timed out in CI runs on a loaded
+ * machine, with nothing to tell why).
+ */
+export async function saying(page: Page, step: string, waiting: Promise<unknown>): Promise<void> {
+  await waiting.catch(async (err: Error) => {
+    const shown = (await page.locator('body').innerText().catch(() => '')).slice(0, 600);
+    throw new Error(`${err.message}\n${step}: the page is ${page.url()}\n${shown}`);
+  });
+}
+
+/**
  * Saves a full-page screenshot as test-results/<name>.png and returns its path. Chromium
  * sometimes has no frame to give right after a navigation on a busy machine ("Unable to
  * capture screenshot", seen once in CI): that error is tried again, twice, a moment later.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { seedDemo } from '../../src/demo/seed.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { axeResults, browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, sharedBrowser } from '../helpers/browser.ts';
+import { axeResults, browserMissing, clickAndLoad, newContext, releaseBrowser, saveScreenshot, saying, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { startTestClient, type TestClient } from './test-client.ts';
 
@@ -44,10 +44,7 @@ describe.skipIf(browserMissing)('the dashboard and the demo in Chromium', () => 
     const card = page.locator(`li[data-client-id="${crm.client_id}"]`);
     await card.getByLabel('Your username at Customer CRM').fill('g.hopper');
     await clickAndLoad(page, card.getByRole('button', { name: 'Link' }));
-    // timed out once in a CI run on a loaded machine: say where the page ended and what it said
-    await page.waitForURL(`${await app.listen()}/dashboard`).catch(async (err: Error) => {
-      throw new Error(`${err.message}\nafter Link: ${page.url()}\n${(await page.locator('body').innerText().catch(() => '')).slice(0, 600)}`);
-    });
+    await saying(page, 'after Link', page.waitForURL(`${await app.listen()}/dashboard`));
     // a typed name is only a claim: pending, and tokens keep naming the user's own account
     expect(await page.getByRole('status').innerText()).toMatch(/Link requested: g\.hopper is awaiting confirmation/);
     expect(await card.locator('.system__username').textContent()).toBe('g.hopper');

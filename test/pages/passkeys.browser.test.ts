@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserMissing, clickAndLoad, releaseBrowser, sharedBrowser } from '../helpers/browser.ts';
+import { browserMissing, clickAndLoad, releaseBrowser, saying, sharedBrowser } from '../helpers/browser.ts';
 import { makeUser } from '../helpers/factories.ts';
 import { expectAccessible, PHONE } from './browser-support.ts';
 import {
@@ -122,10 +122,7 @@ describe.skipIf(browserMissing)('passkeys in the browser', () => {
     await passwordSignIn(person.page, base, user);
     await person.page.goto(`${base}/account/security`);
     await clickAndLoad(person.page, person.page.getByRole('button', { name: 'Remove passkey Old phone' }));
-    // failed once in CI on a loaded machine (the page after the click unknown): say where it ended and what it said
-    await person.page.locator('[data-field="no-passkeys"]').waitFor().catch(async (err: Error) => {
-      throw new Error(`${err.message}\nafter the removal: ${person.page.url()}\n${(await person.page.locator('body').innerText().catch(() => '')).slice(0, 600)}`);
-    });
+    await saying(person.page, 'after the removal', person.page.locator('[data-field="no-passkeys"]').waitFor());
     expect((await audit(user.id)).some((r) => r.action === 'passkey.removed' && r.details.name === 'Old phone')).toBe(true);
     await signOut(person.page, base);
     await passkeySignIn(person.page, clientLogin());
